@@ -1,0 +1,286 @@
+"""The turn-atomic trimming algorithm, on plain data.
+
+This module imports nothing from LangChain. It knows three kinds of message:
+
+* ``PINNED`` (system and developer messages): never dropped, paid for first;
+* ``START`` (user messages): each one opens a turn;
+* ``CONTINUE`` (assistant, tool and function messages): extend the open turn.
+
+A turn runs from a ``START`` message up to, not including, the next one.
+``CONTINUE`` messages before the first ``START`` belong to no turn and are
+always discarded. Whole turns are dropped from the oldest end until the pinned
+cost plus the kept turns fits the budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+__all__ = [
+    "CONTINUE",
+    "PINNED",
+    "ROLE_KINDS",
+    "START",
+    "TrimPlan",
+    "check_max_tokens",
+    "plan_costs",
+    "plan_trim",
+    "trim_history",
+]
+
+PINNED: Final = 0
+START: Final = 1
+CONTINUE: Final = 2
+
+#: The roles ``trim_history`` accepts and what each one does.
+ROLE_KINDS: Final[Mapping[str, int]] = {
+    "system": PINNED,
+    "developer": PINNED,
+    "user": START,
+    "assistant": CONTINUE,
+    "tool": CONTINUE,
+    "function": CONTINUE,
+}
+_ACCEPTED_ROLES: Final = ", ".join(repr(role) for role in ROLE_KINDS)
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class TrimPlan:
+    """What a trim keeps and drops, by position in the input.
+
+    Attributes:
+        size: Number of input messages.
+        keep_from: Index where the first kept turn starts (``size`` when no turn
+            is kept). Every message from here on is kept.
+        pinned: Indices of all pinned (system) messages, in order.
+        turns: Number of turns in the input.
+        dropped_turns: Number of turns dropped, oldest first.
+        system_tokens: Tokens of all pinned messages.
+        overhead_tokens: A per-request constant counted once (0 for plain
+            records; e.g. 3 for OpenAI's reply priming).
+        tokens_before: Tokens of the whole input, overhead included.
+        tokens_after: Tokens of the kept messages, overhead included.
+        max_tokens: The budget.
+    """
+
+    size: int
+    keep_from: int
+    pinned: tuple[int, ...]
+    turns: int
+    dropped_turns: int
+    system_tokens: int
+    overhead_tokens: int
+    tokens_before: int
+    tokens_after: int
+    max_tokens: int
+
+    @property
+    def budget_met(self) -> bool:
+        """False only when the pinned messages alone exceed the budget."""
+        return self.tokens_after <= self.max_tokens
+
+    @property
+    def kept_turns(self) -> int:
+        return self.turns - self.dropped_turns
+
+    @property
+    def kept(self) -> tuple[int, ...]:
+        """Indices of the kept messages, ascending."""
+        return self._pinned_before() + tuple(range(self.keep_from, self.size))
+
+    @property
+    def dropped(self) -> tuple[int, ...]:
+        """Indices of the dropped messages, ascending."""
+        pinned = set(self.pinned)
+        return tuple(i for i in range(self.keep_from) if i not in pinned)
+
+    def select(self, items: Sequence[_T]) -> list[_T]:
+        """The kept items of ``items`` (the sequence the plan was made for)."""
+        if len(items) != self.size:
+            msg = f"plan is for {self.size} messages, got {len(items)}"
+            raise ValueError(msg)
+        kept = [items[i] for i in self._pinned_before()]
+        kept.extend(items[self.keep_from :])
+        return kept
+
+    def _pinned_before(self) -> tuple[int, ...]:
+        if self.keep_from == self.size:
+            return self.pinned
+        return tuple(i for i in self.pinned if i < self.keep_from)
+
+
+def check_max_tokens(max_tokens: object) -> int:
+    """Return ``max_tokens`` if it is a non-negative int, else raise."""
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool):
+        msg = f"max_tokens must be an int, got {type(max_tokens).__name__} {max_tokens!r}"
+        raise TypeError(msg)
+    if max_tokens < 0:
+        msg = f"max_tokens must be >= 0, got {max_tokens}"
+        raise ValueError(msg)
+    return max_tokens
+
+
+def plan_costs(
+    kinds: Sequence[int],
+    costs: Sequence[int],
+    max_tokens: int,
+    overhead: int = 0,
+) -> TrimPlan:
+    """Plan a trim from each message's kind and cost (already validated).
+
+    One grouping pass and one backward pass over the turns: O(n).
+    """
+    system = overhead
+    orphan = 0
+    starts: list[int] = []
+    turn_costs: list[int] = []
+    pinned: list[int] = []
+    current = 0
+    for i, kind in enumerate(kinds):
+        if kind == START:
+            if starts:
+                turn_costs.append(current)
+            starts.append(i)
+            current = costs[i]
+        elif kind == PINNED:
+            system += costs[i]
+            pinned.append(i)
+        elif starts:
+            current += costs[i]
+        else:
+            orphan += costs[i]
+    if starts:
+        turn_costs.append(current)
+    return _finish(len(kinds), starts, turn_costs, pinned, system, overhead, orphan, max_tokens)
+
+
+def _finish(
+    size: int,
+    starts: list[int],
+    turn_costs: list[int],
+    pinned: list[int],
+    system: int,
+    overhead: int,
+    orphan: int,
+    max_tokens: int,
+) -> TrimPlan:
+    # Dropping the oldest turn while over budget keeps the longest run of
+    # newest turns that fits; costs are non-negative, so walk back from the end.
+    kept_cost = 0
+    first = len(turn_costs)
+    room = max_tokens - system
+    while first > 0 and kept_cost + turn_costs[first - 1] <= room:
+        first -= 1
+        kept_cost += turn_costs[first]
+    total_turns = sum(turn_costs) if first else kept_cost
+    return TrimPlan(
+        size=size,
+        keep_from=starts[first] if first < len(starts) else size,
+        pinned=tuple(pinned),
+        turns=len(starts),
+        dropped_turns=first,
+        system_tokens=system - overhead,
+        overhead_tokens=overhead,
+        tokens_before=system + orphan + total_turns,
+        tokens_after=system + kept_cost,
+        max_tokens=max_tokens,
+    )
+
+
+def _describe(index: int, message: Mapping[str, Any]) -> str:
+    ident = message.get("id")
+    return f"messages[{index}]" + (f" (id {ident!r})" if ident is not None else "")
+
+
+def plan_trim(messages: Sequence[Mapping[str, Any]], max_tokens: int) -> TrimPlan:
+    """Validate ``messages`` and plan their trim to ``max_tokens``.
+
+    Each message is a mapping with ``"role"`` (one of ``ROLE_KINDS``) and
+    ``"tokens"`` (a non-negative int); ``"id"`` is used in error messages and
+    other keys are ignored. Raises ``TypeError``/``ValueError`` naming the
+    offending index, id and field before anything is returned.
+    """
+    check_max_tokens(max_tokens)
+    if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes, bytearray)):
+        msg = f"messages must be a sequence of mappings, got {type(messages).__name__}"
+        raise TypeError(msg)
+    kinds = ROLE_KINDS
+    system = orphan = current = 0
+    starts: list[int] = []
+    turn_costs: list[int] = []
+    pinned: list[int] = []
+    # Validation and grouping are fused into one pass: this loop is the hot path.
+    for i, message in enumerate(messages):
+        try:
+            role = message["role"]
+            tokens = message["tokens"]
+            kind = kinds[role]
+        except (KeyError, TypeError):
+            kind, tokens = _check_message(i, message)
+        if type(tokens) is not int or tokens < 0:
+            kind, tokens = _check_message(i, message)
+        if kind == START:
+            if starts:
+                turn_costs.append(current)
+            starts.append(i)
+            current = tokens
+        elif kind == PINNED:
+            system += tokens
+            pinned.append(i)
+        elif starts:
+            current += tokens
+        else:
+            orphan += tokens
+    if starts:
+        turn_costs.append(current)
+    return _finish(len(messages), starts, turn_costs, pinned, system, 0, orphan, max_tokens)
+
+
+def _check_message(index: int, message: object) -> tuple[int, int]:
+    """Return a message's kind and tokens, or raise the precise error naming it."""
+    if not isinstance(message, Mapping):
+        msg = f"messages[{index}] must be a mapping, got {type(message).__name__}"
+        raise TypeError(msg)
+    where = _describe(index, message)
+    for field in ("role", "tokens"):
+        if field not in message:
+            msg = f"{where} has no {field!r} field"
+            raise ValueError(msg)
+    role = message["role"]
+    if not isinstance(role, str):
+        msg = f"{where}: 'role' must be a str, got {type(role).__name__} {role!r}"
+        raise TypeError(msg)
+    if role not in ROLE_KINDS:
+        msg = f"{where}: unknown 'role' {role!r}; accepted roles are {_ACCEPTED_ROLES}"
+        raise ValueError(msg)
+    tokens = message["tokens"]
+    if not isinstance(tokens, int) or isinstance(tokens, bool):
+        msg = f"{where}: 'tokens' must be an int, got {type(tokens).__name__} {tokens!r}"
+        raise TypeError(msg)
+    if tokens < 0:
+        msg = f"{where}: 'tokens' must be >= 0, got {tokens}"
+        raise ValueError(msg)
+    return ROLE_KINDS[role], int(tokens)
+
+
+def trim_history(messages: Sequence[Mapping[str, Any]], max_tokens: int) -> list[Mapping[str, Any]]:
+    """Keep the newest whole turns that fit ``max_tokens``, plus every system message.
+
+    Returns a new list of the original mapping objects in their original order;
+    the input is never mutated.
+
+    >>> msgs = [
+    ...     {"id": "s0", "role": "system", "tokens": 20},
+    ...     {"id": "u1", "role": "user", "tokens": 30},
+    ...     {"id": "a1", "role": "assistant", "tokens": 30},
+    ...     {"id": "u2", "role": "user", "tokens": 25},
+    ...     {"id": "a2", "role": "assistant", "tokens": 25},
+    ... ]
+    >>> [m["id"] for m in trim_history(msgs, 100)]
+    ['s0', 'u2', 'a2']
+    """
+    return plan_trim(messages, max_tokens).select(messages)
