@@ -65,6 +65,8 @@ class TrimPlan:
         tokens_before: Tokens of the whole input, overhead included.
         tokens_after: Tokens of the kept messages, overhead included.
         max_tokens: The budget.
+        newest_turn_tokens: Tokens of the newest turn (0 when there is none):
+            when it alone does not fit beside the pinned messages, no turn fits.
     """
 
     size: int
@@ -77,6 +79,7 @@ class TrimPlan:
     tokens_before: int
     tokens_after: int
     max_tokens: int
+    newest_turn_tokens: int
 
     @property
     def budget_met(self) -> bool:
@@ -188,6 +191,7 @@ def _finish(
         tokens_before=system + orphan + total_turns,
         tokens_after=system + kept_cost,
         max_tokens=max_tokens,
+        newest_turn_tokens=turn_costs[-1] if turn_costs else 0,
     )
 
 

@@ -157,6 +157,7 @@ def test_spec_sample_plan() -> None:
         tokens_before=130,
         tokens_after=70,
         max_tokens=100,
+        newest_turn_tokens=50,
     )
     assert plan.kept == (0, 3, 4)
     assert plan.dropped == (1, 2)

@@ -1,0 +1,120 @@
+"""LangChain messages in, turn kinds out: the adapter between LangChain and the core."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_messages,
+)
+from langchain_core.prompt_values import PromptValue
+
+from langchain_turntrim._core import CONTINUE, PINNED, START
+
+__all__ = ["CHAT_ROLE_KINDS", "describe", "message_kinds", "to_messages"]
+
+#: How a ``ChatMessage`` is treated, by its ``role``.
+CHAT_ROLE_KINDS: Final = {
+    "system": PINNED,
+    "developer": PINNED,
+    "user": START,
+    "human": START,
+    "assistant": CONTINUE,
+    "ai": CONTINUE,
+    "tool": CONTINUE,
+    "function": CONTINUE,
+}
+_CHAT_ROLES: Final = ", ".join(repr(role) for role in CHAT_ROLE_KINDS)
+
+# Subclasses (chunks included) are found by isinstance once, then by type.
+_CLASS_KINDS: Final = (
+    (SystemMessage, PINNED),
+    (HumanMessage, START),
+    (AIMessage, CONTINUE),
+    (ToolMessage, CONTINUE),
+    (FunctionMessage, CONTINUE),
+)
+_KIND_BY_TYPE: dict[type[BaseMessage], int] = dict(_CLASS_KINDS)
+
+
+def describe(index: int, message: object) -> str:
+    """``messages[3] (id 'abc')``: how errors name a message."""
+    ident = getattr(message, "id", None)
+    return f"messages[{index}]" + (f" (id {ident!r})" if ident is not None else "")
+
+
+def to_messages(value: object) -> list[BaseMessage]:
+    """The messages of a prompt value or a sequence of message-likes.
+
+    ``BaseMessage`` objects are returned as they are (never copied); tuples,
+    dicts and strings are converted with LangChain's ``convert_to_messages``.
+    Raises ``TypeError`` naming the index of anything that is not a message.
+    """
+    if isinstance(value, PromptValue):
+        return value.to_messages()
+    if not isinstance(value, Sequence) or isinstance(value, (str, bytes, bytearray)):
+        msg = f"expected a sequence of messages or a PromptValue, got {type(value).__name__}"
+        raise TypeError(msg)
+    messages: list[BaseMessage] = []
+    append = messages.append
+    for i, item in enumerate(value):
+        if isinstance(item, BaseMessage):
+            append(item)
+        else:
+            append(_convert_one(i, item))
+    return messages
+
+
+def _convert_one(index: int, item: Any) -> BaseMessage:
+    try:
+        return convert_to_messages([item])[0]
+    except (TypeError, ValueError, NotImplementedError, KeyError) as error:
+        where = describe(index, item if isinstance(item, BaseMessage) else None)
+        msg = f"{where} is not a message ({type(item).__name__} {item!r:.80}): {error}"
+        raise TypeError(msg) from error
+
+
+def message_kinds(messages: Sequence[BaseMessage]) -> list[int]:
+    """The turn kind of each message (``PINNED``, ``START`` or ``CONTINUE``)."""
+    kinds: list[int] = []
+    append = kinds.append
+    by_type = _KIND_BY_TYPE
+    for i, message in enumerate(messages):
+        kind = by_type.get(type(message))
+        if kind is None:
+            kind = _classify(i, message)
+        append(kind)
+    return kinds
+
+
+def _classify(index: int, message: object) -> int:
+    if isinstance(message, ChatMessage):
+        kind = CHAT_ROLE_KINDS.get(message.role)
+        if kind is None:
+            msg = (
+                f"{describe(index, message)}: unknown ChatMessage role {message.role!r}; "
+                f"accepted roles are {_CHAT_ROLES}"
+            )
+            raise ValueError(msg)
+        return kind
+    if isinstance(message, RemoveMessage):
+        msg = (
+            f"{describe(index, message)} is a RemoveMessage: it is a state update "
+            "for LangGraph's add_messages, not part of a conversation to trim"
+        )
+        raise TypeError(msg)
+    for cls, kind in _CLASS_KINDS:
+        if isinstance(message, cls):
+            _KIND_BY_TYPE[type(message)] = kind
+            return kind
+    msg = f"{describe(index, message)}: unsupported message type {type(message).__name__}"
+    raise TypeError(msg)

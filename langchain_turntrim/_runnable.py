@@ -1,0 +1,253 @@
+"""``TurnTrimmer``: the turn-atomic trim as a LangChain Runnable."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages import BaseMessage, MessageLikeRepresentation
+from langchain_core.prompt_values import PromptValue
+from langchain_core.runnables import RunnableConfig, RunnableSerializable
+from langchain_core.runnables.config import run_in_executor
+from pydantic import ConfigDict, PrivateAttr
+
+from langchain_turntrim._core import TrimPlan, check_max_tokens
+from langchain_turntrim._counters import (
+    DEFAULT_CACHE_SIZE,
+    Counter,
+    WholeListCounter,
+    resolve_counter,
+)
+from langchain_turntrim._messages import message_kinds, to_messages
+from langchain_turntrim._plan import plan_messages
+
+__all__ = ["TrimInput", "TrimReport", "TurnTrimOverflowError", "TurnTrimmer"]
+
+logger = logging.getLogger("langchain_turntrim")
+
+TrimInput = PromptValue | Sequence[MessageLikeRepresentation]
+OnOverflow = Literal["drop", "raise"]
+
+
+class TurnTrimOverflowError(ContextOverflowError):
+    """Not even the newest turn fits beside the system messages.
+
+    Raised by ``on_overflow="raise"`` instead of returning only the system
+    messages.
+    """
+
+    def __init__(self, max_tokens: int, system_tokens: int, newest_turn_tokens: int) -> None:
+        self.max_tokens = max_tokens
+        self.system_tokens = system_tokens
+        self.newest_turn_tokens = newest_turn_tokens
+        super().__init__(
+            f"the newest turn ({newest_turn_tokens} tokens) does not fit beside the "
+            f"system messages ({system_tokens} tokens) in a budget of {max_tokens} tokens"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.max_tokens, self.system_tokens, self.newest_turn_tokens))
+
+
+@dataclass(frozen=True)
+class TrimReport:
+    """The kept messages and what the trim dropped.
+
+    ``kept`` and ``dropped`` hold the caller's message objects, in order.
+    """
+
+    kept: list[BaseMessage]
+    dropped: list[BaseMessage]
+    plan: TrimPlan
+
+    @property
+    def dropped_turns(self) -> int:
+        return self.plan.dropped_turns
+
+    @property
+    def tokens_before(self) -> int:
+        return self.plan.tokens_before
+
+    @property
+    def tokens_after(self) -> int:
+        return self.plan.tokens_after
+
+    @property
+    def max_tokens(self) -> int:
+        return self.plan.max_tokens
+
+    @property
+    def system_tokens(self) -> int:
+        return self.plan.system_tokens
+
+    @property
+    def budget_met(self) -> bool:
+        return self.plan.budget_met
+
+
+def _check_on_overflow(value: object) -> None:
+    if value not in ("drop", "raise"):
+        msg = f"on_overflow must be 'drop' or 'raise', got {value!r}"
+        raise ValueError(msg)
+
+
+class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
+    """Keep the newest whole turns that fit ``max_tokens``, plus every system message.
+
+    Input: a ``PromptValue`` or a sequence of message-likes (anything
+    ``convert_to_messages`` accepts). Output: the kept messages, the caller's
+    own objects in their original order.
+
+    Args:
+        max_tokens: The budget for the whole kept list, as the counter counts
+            it (per-request constants included once).
+        token_counter: ``"approximate"`` (LangChain's
+            ``count_tokens_approximately``), a ``TokenCounter`` such as
+            ``TiktokenCounter("gpt-4o")``, a chat model, or a function (see
+            ``per_message`` and ``per_list``).
+        on_overflow: ``"drop"`` returns only the system messages when not even
+            the newest turn fits (the spec); ``"raise"`` raises
+            ``TurnTrimOverflowError`` instead.
+        cache_size: How many per-message counts to keep (LRU); 0 disables the
+            cache.
+
+    Configuration is checked here, not at the first call.
+    """
+
+    max_tokens: int
+    token_counter: Any = "approximate"
+    on_overflow: OnOverflow = "drop"
+    cache_size: int = DEFAULT_CACHE_SIZE
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    _counter: Counter = PrivateAttr()
+
+    def __init__(
+        self,
+        max_tokens: int,
+        token_counter: Any = "approximate",
+        on_overflow: OnOverflow = "drop",
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        **kwargs: Any,
+    ) -> None:
+        check_max_tokens(max_tokens)
+        _check_on_overflow(on_overflow)
+        counter = resolve_counter(token_counter, cache_size)
+        fields: dict[str, Any] = {
+            "max_tokens": max_tokens,
+            "token_counter": counter,
+            "on_overflow": on_overflow,
+            "cache_size": cache_size,
+        }
+        super().__init__(**fields, **kwargs)
+        self._counter = counter
+
+    @classmethod
+    def for_model(
+        cls,
+        chat_model: Any,
+        reserve_tokens: int = 0,
+        *,
+        on_overflow: OnOverflow = "drop",
+        cache_size: int = DEFAULT_CACHE_SIZE,
+    ) -> TurnTrimmer:
+        """A trimmer sized for ``chat_model``.
+
+        The budget is ``chat_model.profile["max_input_tokens"] - reserve_tokens``;
+        the counter is the model's exact local counter where one exists
+        (``TiktokenCounter`` for OpenAI chat models), else the model itself.
+        """
+        return cls(
+            max_tokens=model_budget(chat_model, reserve_tokens),
+            token_counter=chat_model,
+            on_overflow=on_overflow,
+            cache_size=cache_size,
+        )
+
+    @property
+    def counter(self) -> Counter:
+        """The resolved counter (with its cache)."""
+        return self._counter
+
+    @property
+    def InputType(self) -> Any:
+        return TrimInput
+
+    @property
+    def OutputType(self) -> Any:
+        return list[BaseMessage]
+
+    def trim_with_report(self, messages: TrimInput) -> TrimReport:
+        """Trim ``messages`` and say what was dropped."""
+        items = to_messages(messages)
+        plan = self.plan(items)
+        return TrimReport(
+            kept=plan.select(items),
+            dropped=[items[i] for i in plan.dropped],
+            plan=plan,
+        )
+
+    def plan(self, messages: Sequence[BaseMessage]) -> TrimPlan:
+        """The plan for a list of ``BaseMessage`` (no conversion)."""
+        plan = plan_messages(messages, message_kinds(messages), self._counter, self.max_tokens)
+        if self.on_overflow == "raise" and (
+            not plan.budget_met or (plan.turns and not plan.kept_turns)
+        ):
+            raise TurnTrimOverflowError(
+                plan.max_tokens, plan.system_tokens + plan.overhead_tokens, plan.newest_turn_tokens
+            )
+        logger.debug(
+            "trimmed %d -> %d messages: dropped %d of %d turns, tokens %d -> %d, budget %d",
+            plan.size,
+            plan.size - len(plan.dropped),
+            plan.dropped_turns,
+            plan.turns,
+            plan.tokens_before,
+            plan.tokens_after,
+            plan.max_tokens,
+        )
+        return plan
+
+    def trim(self, messages: TrimInput) -> list[BaseMessage]:
+        """The kept messages, without the Runnable machinery (no callbacks, no tracing)."""
+        items = to_messages(messages)
+        return self.plan(items).select(items)
+
+    async def _atrim(self, value: TrimInput) -> list[BaseMessage]:
+        if isinstance(self._counter, WholeListCounter):
+            # A model's counter may be a network call: keep the loop free.
+            return await run_in_executor(None, self.trim, value)
+        return self.trim(value)
+
+    def invoke(
+        self, input: TrimInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[BaseMessage]:
+        return self._call_with_config(self.trim, input, config, **kwargs)
+
+    async def ainvoke(
+        self, input: TrimInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[BaseMessage]:
+        return await self._acall_with_config(self._atrim, input, config, **kwargs)
+
+
+def model_budget(chat_model: Any, reserve_tokens: int) -> int:
+    """``chat_model.profile["max_input_tokens"] - reserve_tokens``, checked."""
+    check_max_tokens(reserve_tokens)
+    profile = getattr(chat_model, "profile", None)
+    limit = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        name = type(chat_model).__name__
+        msg = (
+            f"{name} has no profile['max_input_tokens'] to size the budget from; "
+            f"pass max_tokens explicitly (e.g. TurnTrimmer(max_tokens=..., token_counter=model))"
+        )
+        raise ValueError(msg)
+    budget = limit - reserve_tokens
+    if budget < 0:
+        msg = f"reserve_tokens ({reserve_tokens}) exceeds the model's max_input_tokens ({limit})"
+        raise ValueError(msg)
+    return budget

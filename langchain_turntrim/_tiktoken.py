@@ -1,0 +1,357 @@
+"""Offline, exact OpenAI chat token counts with tiktoken.
+
+``TiktokenCounter`` counts each message the way
+``langchain_openai.ChatOpenAI.get_num_tokens_from_messages`` does, without
+importing ``langchain_openai``, without building OpenAI request dicts and
+without ever touching the network once its encoding is loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+import tiktoken
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    is_data_content_block,
+)
+
+__all__ = ["EncodingUnavailableError", "TiktokenCounter"]
+
+#: The model used when neither ``model`` nor ``encoding`` is given.
+DEFAULT_MODEL: Final = "gpt-4o"
+#: What every image costs (OpenAI's price for a ``"low"``-detail image).
+IMAGE_TOKENS: Final = 85
+#: Reply priming (``<|im_start|>assistant``), counted once per request.
+REPLY_PRIMING: Final = 3
+#: What ChatOpenAI adds for a tool message's ``tool_call_id``, whatever it is.
+TOOL_CALL_ID_TOKENS: Final = 3
+
+# Content blocks ChatOpenAI drops from Chat Completions requests.
+_DROPPED_BLOCKS: Final = (
+    "tool_use",
+    "thinking",
+    "reasoning_content",
+    "function_call",
+    "code_interpreter_call",
+)
+_TOOL_CALL_KEYS: Final = ("id", "type", "function")
+_ROLES: Final = ("user", "assistant", "system", "developer", "function", "tool")
+# OpenAI's public BPE files, by encoding name, for the error message.
+_BPE_FILES: Final = {
+    "r50k_base": "r50k_base",
+    "p50k_base": "p50k_base",
+    "p50k_edit": "p50k_base",
+    "cl100k_base": "cl100k_base",
+    "o200k_base": "o200k_base",
+    "o200k_harmony": "o200k_base",
+}
+_BPE_URL: Final = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
+# json.dumps(args, ensure_ascii=False), as ChatOpenAI does, but never failing.
+_dump_args: Final = json.JSONEncoder(ensure_ascii=False, default=str).encode
+_dump_block: Final = json.JSONEncoder(ensure_ascii=False, default=str, sort_keys=True).encode
+
+
+class EncodingUnavailableError(ValueError):
+    """tiktoken could not load an encoding (usually: offline, file not cached)."""
+
+
+def _encoding_name_for_model(model: str) -> str:
+    """The encoding ``ChatOpenAI._get_encoding_model`` picks for ``model``."""
+    try:
+        return tiktoken.encoding_name_for_model(model)
+    except KeyError:
+        if model.lower().startswith(("gpt-4o", "gpt-4.1", "gpt-5", "gpt-6")):
+            return "o200k_base"
+        return "cl100k_base"
+
+
+def _load_encoding(name: str) -> tiktoken.Encoding:
+    known = tiktoken.list_encoding_names()
+    if name not in known:
+        msg = f"unknown tiktoken encoding {name!r}; known encodings: {', '.join(known)}"
+        raise ValueError(msg)
+    try:
+        return tiktoken.get_encoding(name)
+    except Exception as exc:
+        where = ""
+        if name in _BPE_FILES:
+            url = _BPE_URL.format(_BPE_FILES[name])
+            key = hashlib.sha1(url.encode(), usedforsecurity=False).hexdigest()
+            where = f" (for {name!r}: the file downloaded from {url}, saved as {key})"
+        msg = (
+            f"tiktoken could not load the {name!r} encoding: {exc!r}. tiktoken downloads "
+            "an encoding's BPE file on first use; to count offline, either set the "
+            "TIKTOKEN_CACHE_DIR environment variable to a folder holding that file under "
+            f"tiktoken's cache name, the SHA-1 hex digest of its download URL{where}, or "
+            "build the encoding from a local file and pass it in: "
+            "TiktokenCounter(encoding=tiktoken.Encoding(name=..., pat_str=..., "
+            "mergeable_ranks=tiktoken.load.load_tiktoken_bpe(path), special_tokens=...))."
+        )
+        raise EncodingUnavailableError(msg) from exc
+
+
+def _dumped_len(encode: Callable[[str], list[int]], obj: object, dump: Callable[[Any], str]) -> int:
+    try:
+        text = dump(obj)
+    except (TypeError, ValueError, RecursionError):  # odd keys, cycles
+        text = repr(obj)
+    return len(encode(text))
+
+
+def _image_tokens(block: dict[str, Any]) -> int:
+    """An image costs IMAGE_TOKENS, unless ChatOpenAI drops it (unusable source)."""
+    source = block.get("source")
+    if (
+        block.get("type") == "image"
+        and source
+        and isinstance(source, dict)
+        and not is_data_content_block(block)
+    ):
+        kind = source.get("type")
+        usable = (kind == "base64" and source.get("media_type") and source.get("data")) or (
+            kind == "url" and source.get("url")
+        )
+        return IMAGE_TOKENS if usable else 0
+    return IMAGE_TOKENS
+
+
+class TiktokenCounter:
+    """Count OpenAI chat tokens per message, exactly as ``ChatOpenAI`` does, offline.
+
+    ``sum(counter.count_each(messages)) + counter.overhead`` equals
+    ``ChatOpenAI(model=model).get_num_tokens_from_messages(messages)`` for every
+    message list on which ChatOpenAI succeeds and which holds no image other than
+    ``"detail": "low"`` ones (see below). Text is encoded with
+    ``encode_ordinary``: the same tokens as ChatOpenAI's ``encode``.
+
+    Args:
+        model: An OpenAI model name (default ``"gpt-4o"``). Picks the encoding
+            like ``ChatOpenAI``: ``tiktoken.encoding_for_model``, else
+            ``o200k_base`` for ``gpt-4o``/``gpt-4.1``/``gpt-5``/``gpt-6``
+            prefixes, else ``cl100k_base``. Picks the per-message constants
+            like ``ChatOpenAI``: ``gpt-3.5-turbo-0301`` costs 4 tokens per
+            message and -1 per name; every other model 3 and 1 (ChatOpenAI
+            raises ``NotImplementedError`` for names it does not know, e.g.
+            ``"ft:..."`` or non-OpenAI models; we use 3 and 1).
+        encoding: Instead of ``model``: a tiktoken encoding name, or a
+            ``tiktoken.Encoding`` (e.g. built from a local BPE file on an
+            air-gapped machine). Costs 3 tokens per message and 1 per name.
+
+    The encoding is loaded when the counter is built. If tiktoken cannot load
+    it (its BPE file is downloaded on first use), ``EncodingUnavailableError``
+    (a ``ValueError``) says how to provide the file offline.
+
+    Where ChatOpenAI fails or guesses, this counter is deterministic, never
+    raises on content, never warns and never fetches anything:
+
+    * Text that spells a special token (``"<|endoftext|>"``) is ordinary text.
+    * **Images**: every image block costs ``85`` tokens (OpenAI's price for a
+      low-detail image, and the least any image costs): ``image_url`` blocks
+      whatever their ``detail``, LangChain ``image`` data blocks, and
+      Anthropic-style ``image`` blocks with a usable ``source`` (those with an
+      unusable source are dropped by ChatOpenAI, and cost 0). This is exact
+      for ``"detail": "low"``; for other images ChatOpenAI fetches the URL or
+      decodes the data to size it (with pillow installed and
+      ``allow_fetching_images=True``), or counts 0.
+    * ``file`` blocks cost 0, as in ChatOpenAI (which warns, and rejects file URLs).
+    * Blocks ChatOpenAI rejects (unknown types, audio, video, ``text-plain``,
+      malformed blocks) cost the tokens of
+      ``json.dumps(block, sort_keys=True, ensure_ascii=False, default=str)``
+      (``repr(block)`` if even that fails).
+    * A ``None`` tool-call name or arguments costs 0; tool-call ``args`` that
+      ``json.dumps`` rejects are dumped with ``default=str``.
+    * Messages of an unknown class count like a ``ChatMessage`` whose role is
+      ``message.type``.
+
+    Counters are immutable and thread-safe; they compare equal (and hash
+    alike) when model, encoding name and per-message constants match.
+    """
+
+    __slots__ = ("_encode", "_encoding", "_model", "_per_message", "_per_name", "_roles")
+
+    def __init__(
+        self, model: str | None = None, *, encoding: str | tiktoken.Encoding | None = None
+    ) -> None:
+        if model is not None and encoding is not None:
+            msg = "pass either model or encoding to TiktokenCounter, not both"
+            raise ValueError(msg)
+        if model is not None and not isinstance(model, str):
+            msg = f"model must be a str, got {type(model).__name__}"
+            raise TypeError(msg)
+        if encoding is None:
+            model = DEFAULT_MODEL if model is None else model
+            if not model.strip():
+                msg = "model must be a non-empty model name"
+                raise ValueError(msg)
+            enc = _load_encoding(_encoding_name_for_model(model))
+            per_message, per_name = (4, -1) if model.startswith("gpt-3.5-turbo-0301") else (3, 1)
+        elif isinstance(encoding, tiktoken.Encoding):
+            enc, per_message, per_name = encoding, 3, 1
+        elif isinstance(encoding, str):
+            enc, per_message, per_name = _load_encoding(encoding), 3, 1
+        else:
+            msg = f"encoding must be a str or a tiktoken.Encoding, got {type(encoding).__name__}"
+            raise TypeError(msg)
+        self._model = model
+        self._encoding = enc
+        self._encode = enc.encode_ordinary
+        self._per_message = per_message
+        self._per_name = per_name
+        self._roles = {role: len(enc.encode_ordinary(role)) for role in _ROLES}
+
+    @property
+    def model(self) -> str | None:
+        """The model name, or ``None`` when built from an ``encoding``."""
+        return self._model
+
+    @property
+    def encoding(self) -> tiktoken.Encoding:
+        """The tiktoken encoding."""
+        return self._encoding
+
+    @property
+    def tokens_per_message(self) -> int:
+        """Tokens every message costs on top of its fields."""
+        return self._per_message
+
+    @property
+    def tokens_per_name(self) -> int:
+        """Tokens a ``name`` costs on top of its text."""
+        return self._per_name
+
+    @property
+    def overhead(self) -> int:
+        """Tokens counted once per request: OpenAI's 3 reply-priming tokens."""
+        return REPLY_PRIMING
+
+    def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+        """The tokens of each message, in order (one int per message)."""
+        return list(map(self._message, messages))
+
+    # Counting mirrors _convert_message_to_dict + get_num_tokens_from_messages.
+
+    def _message(self, m: BaseMessage) -> int:
+        n = self._per_message + self._value(m.content)
+        if isinstance(m, ChatMessage):
+            n += self._role(m.role)
+        elif isinstance(m, HumanMessage):
+            n += self._roles["user"]
+        elif isinstance(m, AIMessage):
+            n += self._roles["assistant"] + self._ai_extras(m)
+        elif isinstance(m, SystemMessage):
+            n += self._role(m.additional_kwargs.get("__openai_role__", "system"))
+        elif isinstance(m, FunctionMessage):
+            n += self._roles["function"]
+        elif isinstance(m, ToolMessage):  # only content, role and tool_call_id are sent
+            return n + self._roles["tool"] + TOOL_CALL_ID_TOKENS
+        else:
+            n += self._role(m.type)
+        name = m.name or m.additional_kwargs.get("name")
+        if name or isinstance(name, list):  # falsy values are skipped
+            n += self._value(name) + self._per_name
+        return n
+
+    def _value(self, v: object) -> int:
+        """A message field: lists are content blocks, falsy values skipped, else str(v)."""
+        if isinstance(v, str):
+            return len(self._encode(v))
+        if isinstance(v, list):
+            return sum(map(self._block, v))
+        return len(self._encode(str(v))) if v else 0
+
+    def _role(self, role: object) -> int:
+        known = self._roles.get(role) if isinstance(role, str) else None
+        return self._value(role) if known is None else known
+
+    def _block(self, b: object) -> int:
+        if isinstance(b, str):
+            return len(self._encode(b))
+        if isinstance(b, dict):
+            known = self._dict_block(b)
+            if known is not None:
+                return known
+        return _dumped_len(self._encode, b, _dump_block)
+
+    def _dict_block(self, b: dict[str, Any]) -> int | None:
+        """A content block's tokens, or None where ChatOpenAI would raise."""
+        kind = b.get("type")
+        if kind == "text":
+            text = b.get("text")
+            return len(self._encode(text)) if isinstance(text, str) else None
+        if kind in ("image_url", "image"):
+            return _image_tokens(b)
+        if kind == "file" or kind in _DROPPED_BLOCKS:
+            return 0
+        fn = b.get("function") if kind == "function" else None
+        if isinstance(fn, dict):
+            args, name = fn.get("arguments"), fn.get("name")
+            if isinstance(args, str) and isinstance(name, str):
+                return len(self._encode(args)) + len(self._encode(name))
+        return None
+
+    def _optional(self, s: object) -> int:
+        """A tool call's name or args: None (ChatOpenAI raises) costs 0."""
+        if isinstance(s, str):
+            return len(self._encode(s))
+        return 0 if s is None else _dumped_len(self._encode, s, _dump_args)
+
+    def _ai_extras(self, m: AIMessage) -> int:
+        n = 0
+        extra = m.additional_kwargs
+        if m.tool_calls or m.invalid_tool_calls:
+            for call in m.tool_calls:
+                n += _dumped_len(self._encode, call["args"], _dump_args)
+                n += self._optional(call["name"])
+            for bad in m.invalid_tool_calls:
+                n += self._optional(bad["args"]) + self._optional(bad["name"])
+        elif "tool_calls" in extra:
+            calls = extra["tool_calls"]
+            if isinstance(calls, (list, tuple)):
+                for c in calls:  # ChatOpenAI keeps only id, type and function
+                    kept = (
+                        {k: c[k] for k in _TOOL_CALL_KEYS if k in c} if isinstance(c, dict) else c
+                    )
+                    n += self._block(kept)
+            elif calls is not None:
+                n += _dumped_len(self._encode, calls, _dump_block)
+        elif "function_call" in extra:
+            n += self._value(extra["function_call"])
+        audio: object = None
+        if isinstance(m.content, list):
+            for b in m.content:
+                if isinstance(b, dict) and b.get("type") == "audio" and (id_ := b.get("id")):
+                    audio = {"id": id_}
+        if not audio and "audio" in extra:
+            raw = extra["audio"]
+            audio = {"id": raw["id"]} if isinstance(raw, dict) and "id" in raw else raw
+        return n + self._value(audio) if audio else n
+
+    def _key(self) -> tuple[str | None, str, int, int]:
+        return (self._model, self._encoding.name, self._per_message, self._per_name)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TiktokenCounter):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        what = f"encoding={self._encoding.name!r}"
+        if self._model is not None:
+            what = f"model={self._model!r}, {what}"
+        return (
+            f"TiktokenCounter({what}, tokens_per_message={self._per_message}, "
+            f"tokens_per_name={self._per_name})"
+        )

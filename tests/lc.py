@@ -1,0 +1,98 @@
+"""LangChain histories built from plain records, and ways to run a Runnable.
+
+A record history (``tests.records``) maps onto LangChain messages one to one,
+with a content of exactly ``tokens`` characters, so a per-message counter of
+``len(content)`` makes the naive reference an oracle for ``TurnTrimmer``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from hypothesis import strategies as st
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.runnables import Runnable
+
+from langchain_turntrim import per_message
+from tests.records import histories
+
+_BUILDERS: dict[str, Callable[[str, str], BaseMessage]] = {
+    "system": lambda text, ident: SystemMessage(text, id=ident),
+    "developer": lambda text, ident: SystemMessage(
+        text, id=ident, additional_kwargs={"__openai_role__": "developer"}
+    ),
+    "user": lambda text, ident: HumanMessage(text, id=ident),
+    "assistant": lambda text, ident: AIMessage(text, id=ident),
+    "tool": lambda text, ident: ToolMessage(text, tool_call_id="call", id=ident),
+    "function": lambda text, ident: FunctionMessage(text, name="f", id=ident),
+}
+
+
+def to_message(record: dict[str, Any], chat: bool = False) -> BaseMessage:
+    """The LangChain message for a record; ``chat`` uses ChatMessage roles."""
+    role, ident, text = record["role"], record["id"], "x" * record["tokens"]
+    if chat:
+        return ChatMessage(content=text, role=role, id=ident)
+    return _BUILDERS[role](text, ident)
+
+
+def content_length(message: BaseMessage) -> int:
+    return len(message.content)
+
+
+# Annotations are postponed (strings) in this module; trim_messages only
+# recognises a per-message function by the class itself, so give it that.
+content_length.__annotations__["message"] = BaseMessage
+
+
+#: A per-message counter: a message costs its content's length.
+LENGTH = per_message(content_length)
+
+
+@st.composite
+def message_histories(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[BaseMessage], int]:
+    """Records, the matching messages (some as ChatMessage), and a budget."""
+    records = draw(histories())
+    chat = draw(st.lists(st.booleans(), min_size=len(records), max_size=len(records)))
+    messages = [to_message(r, c) for r, c in zip(records, chat, strict=True)]
+    total = sum(r["tokens"] for r in records)
+    return records, messages, draw(st.integers(min_value=0, max_value=total + 10))
+
+
+def _run_async(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
+
+
+async def _collect(iterator: Any) -> list[Any]:
+    return [chunk async for chunk in iterator]
+
+
+#: Every way to call a Runnable on one input; each returns the output.
+CALLS: dict[str, Callable[[Runnable[Any, Any], Any], Any]] = {
+    "invoke": lambda r, x: r.invoke(x),
+    "ainvoke": lambda r, x: _run_async(r.ainvoke(x)),
+    "batch": lambda r, x: r.batch([x, x])[1],
+    "abatch": lambda r, x: _run_async(r.abatch([x, x]))[1],
+    "stream": lambda r, x: _single(list(r.stream(x))),
+    "astream": lambda r, x: _single(_run_async(_collect(r.astream(x)))),
+}
+
+
+def _single(chunks: Sequence[Any]) -> Any:
+    assert len(chunks) == 1
+    return chunks[0]
+
+
+def dump(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    """A deep snapshot, to prove inputs are never mutated."""
+    return [m.model_dump() for m in messages]

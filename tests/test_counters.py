@@ -1,0 +1,354 @@
+"""Counters: model counters see only valid conversations, the cache, function adapters."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.messages.utils import count_tokens_approximately
+
+from langchain_turntrim import (
+    ApproximateCounter,
+    CachedCounter,
+    TokenCounter,
+    TurnTrimmer,
+    WholeListCounter,
+    per_list,
+    per_message,
+)
+from tests.lc import LENGTH, content_length, message_histories
+from tests.reference import reference_trim
+
+
+class InvalidConversation(AssertionError):
+    pass
+
+
+def check_conversation(messages: Sequence[BaseMessage]) -> None:
+    """What a strict provider count endpoint accepts, and nothing else.
+
+    System messages first; then a user message; every tool result answers a
+    call made earlier in the list; no call left without its results unless it
+    is the last message; never empty, never a lone AI or tool message.
+    """
+    if not messages:
+        raise InvalidConversation("empty")
+    rest = list(messages)
+    while rest and isinstance(rest[0], SystemMessage):
+        rest.pop(0)
+    if not rest:
+        return  # systems alone: only sent when the history has no turn
+    if not isinstance(rest[0], HumanMessage):
+        raise InvalidConversation(f"starts with {type(rest[0]).__name__}")
+    pending: set[str] = set()
+    for i, m in enumerate(rest):
+        if isinstance(m, SystemMessage):
+            raise InvalidConversation("system message after the start")
+        if isinstance(m, ToolMessage):
+            if m.tool_call_id not in pending:
+                raise InvalidConversation(f"orphan tool result {m.tool_call_id}")
+            pending.discard(m.tool_call_id)
+        elif pending:
+            raise InvalidConversation(f"tool calls {pending} cut before message {i}")
+        if isinstance(m, AIMessage):
+            pending = {c["id"] for c in m.tool_calls if c["id"]}
+
+
+class StrictModel:
+    """A provider-like counter: rejects invalid conversations, counts 3 + content
+    lengths, and records every list it was sent."""
+
+    def __init__(self, additive: bool = True) -> None:
+        self.sent: list[list[BaseMessage]] = []
+        self.additive = additive
+
+    def get_num_tokens_from_messages(self, messages: list[BaseMessage]) -> int:
+        check_conversation(messages)
+        self.sent.append(list(messages))
+        total = 3 + sum(len(m.content) for m in messages)
+        if not self.additive:
+            # Counts grow faster than the sum of the parts (e.g. separators).
+            total += len(messages) * (len(messages) - 1) // 2
+        return total
+
+
+def tool_history(turns: int, system_every: int = 0) -> list[BaseMessage]:
+    history: list[BaseMessage] = [SystemMessage("rules")]
+    for t in range(turns):
+        history.append(HumanMessage(f"question {t}", id=f"u{t}"))
+        calls = [{"name": "lookup", "args": {"q": t, "k": k}, "id": f"c{t}.{k}"} for k in range(2)]
+        history.append(AIMessage("", tool_calls=calls, id=f"a{t}"))
+        history.extend(ToolMessage(f"result {t}.{k}", tool_call_id=f"c{t}.{k}") for k in range(2))
+        if system_every and t % system_every == 0:
+            history.append(SystemMessage(f"note {t}"))
+        history.append(AIMessage(f"answer {t}", id=f"f{t}"))
+    return history
+
+
+# --- model counters --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("additive", [True, False])
+@pytest.mark.parametrize("system_every", [0, 3])
+@pytest.mark.parametrize("budget", [0, 5, 60, 150, 400, 10_000])
+def test_model_counter_sees_only_valid_conversations(
+    additive: bool, system_every: int, budget: int
+) -> None:
+    model = StrictModel(additive=additive)
+    history = [AIMessage("leading orphan"), ToolMessage("x", tool_call_id="none")]
+    history += tool_history(20, system_every)
+    trimmer = TurnTrimmer(max_tokens=budget, token_counter=model)
+    assert isinstance(trimmer.counter, WholeListCounter)
+    kept = trimmer.invoke(history)
+    check_conversation(
+        [m for m in kept if isinstance(m, SystemMessage)]
+        + [m for m in kept if not isinstance(m, SystemMessage)]
+    )
+    # The budget holds exactly, by the model's own count of what it will see.
+    ordered = [m for m in kept if isinstance(m, SystemMessage)]
+    ordered += [m for m in kept if not isinstance(m, SystemMessage)]
+    if any(isinstance(m, HumanMessage) for m in kept):
+        assert model.get_num_tokens_from_messages(ordered) <= budget
+    # Linear: the messages sent stay within a small multiple of the history.
+    assert sum(len(s) for s in model.sent) <= 4 * len(history) + 8
+
+
+def test_model_counter_is_maximal_when_additive() -> None:
+    model = StrictModel()
+    history = tool_history(10)
+    records = [
+        {
+            "id": str(i),
+            "role": "system"
+            if isinstance(m, SystemMessage)
+            else "user"
+            if isinstance(m, HumanMessage)
+            else "assistant",
+            "tokens": len(m.content),
+        }
+        for i, m in enumerate(history)
+    ]
+    for budget in range(0, 200, 7):
+        kept = TurnTrimmer(max_tokens=budget, token_counter=model).invoke(history)
+        # The model's constant (3) is paid once, like a pinned message.
+        want = reference_trim(records, max(budget - 3, 0)) if budget >= 3 else records[:1]
+        assert [history.index(m) for m in kept] == [int(r["id"]) for r in want]
+
+
+def test_model_counter_reports_exact_tokens_after() -> None:
+    model = StrictModel()
+    report = TurnTrimmer(max_tokens=100, token_counter=model).trim_with_report(tool_history(5))
+    assert report.tokens_after == model.get_num_tokens_from_messages(report.kept)
+    assert report.plan.overhead_tokens == 3
+
+
+def test_model_counter_caches_turns_across_calls() -> None:
+    model = StrictModel()
+    trimmer = TurnTrimmer(max_tokens=10_000, token_counter=model)
+    history = tool_history(30)
+    trimmer.invoke(history)
+    first = sum(len(s) for s in model.sent)
+    model.sent.clear()
+    trimmer.invoke(history)
+    assert sum(len(s) for s in model.sent) == 0 < first
+
+
+def test_model_counter_history_without_turns() -> None:
+    model = StrictModel()
+    history = [SystemMessage("s" * 10), AIMessage("orphan")]
+    report = TurnTrimmer(max_tokens=5, token_counter=model).trim_with_report(history)
+    assert report.kept == history[:1]
+    assert report.tokens_after == 13
+    assert not report.budget_met
+
+
+# --- the cache -------------------------------------------------------------------------
+
+
+class Tally:
+    """A TokenCounter that counts how often each message is tokenized."""
+
+    overhead = 2
+
+    def __init__(self) -> None:
+        self.calls: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+        with self.lock:
+            for m in messages:
+                self.calls[str(m.content)] = self.calls.get(str(m.content), 0) + 1
+        return [len(str(m.content)) for m in messages]
+
+
+def test_each_message_tokenized_once_across_100_growing_calls() -> None:
+    tally = Tally()
+    trimmer = TurnTrimmer(max_tokens=300, token_counter=tally)
+    history: list[BaseMessage] = [SystemMessage("system prompt")]
+    for i in range(100):
+        history.append(HumanMessage(f"user message {i}") if i % 2 == 0 else AIMessage(f"ai {i}"))
+        trimmer.invoke(history)
+    assert len(tally.calls) == 101
+    assert set(tally.calls.values()) == {1}
+
+
+def test_editing_a_message_is_seen() -> None:
+    tally = Tally()
+    trimmer = TurnTrimmer(max_tokens=100, token_counter=tally)
+    human, ai = HumanMessage("hello"), AIMessage("short", id="a")
+    assert trimmer.trim_with_report([human, ai]).tokens_after == 2 + 5 + 5
+    ai.content = "a much longer answer"
+    assert trimmer.trim_with_report([human, ai]).tokens_after == 2 + 5 + 20
+    ai.tool_calls = [{"name": "f", "args": {}, "id": "1"}]
+    ai.name = "bot"
+    trimmer.invoke([human, ai])
+    trimmer.invoke([human, ai])
+    assert tally.calls == {"hello": 1, "short": 1, "a much longer answer": 2}
+
+
+def test_cache_is_bounded_lru() -> None:
+    tally = Tally()
+    cached = CachedCounter(tally, maxsize=10)
+    messages = [HumanMessage(f"m{i}") for i in range(25)]
+    cached.count_each(messages)
+    assert len(cached) == 10
+    cached.count_each(messages[-10:])  # the 10 most recent: all hits
+    assert all(tally.calls[f"m{i}"] == 1 for i in range(15, 25))
+    cached.count_each(messages[:1])  # evicted long ago: counted again
+    assert tally.calls["m0"] == 2
+    cached.clear()
+    assert len(cached) == 0
+
+
+def test_cache_threads_agree() -> None:
+    trimmer = TurnTrimmer(max_tokens=150, token_counter=Tally(), cache_size=50)
+    histories = [tool_history(n) for n in range(1, 30)]
+    expected = [TurnTrimmer(max_tokens=150, token_counter=Tally()).invoke(h) for h in histories]
+    results: list[Any] = [None] * len(histories)
+
+    def work(k: int) -> None:
+        for _ in range(5):
+            results[k] = trimmer.invoke(histories[k])
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(histories))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == expected
+    assert len(trimmer.counter) <= 50  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("result", "error", "fragment"),
+    [
+        ([1, 2], ValueError, "returned 2 counts for 1 messages"),
+        ([-1], ValueError, "expected a count >= 0"),
+        ([1.5], TypeError, "returned float 1.5, expected an int"),
+    ],
+)
+def test_bad_counter_results(result: list[Any], error: type[Exception], fragment: str) -> None:
+    class Bad:
+        overhead = 0
+
+        def count_each(self, messages: Sequence[BaseMessage]) -> list[Any]:
+            return result
+
+    with pytest.raises(error) as info:
+        TurnTrimmer(max_tokens=10, token_counter=Bad()).invoke([HumanMessage("x")])
+    assert fragment in str(info.value)
+
+
+def test_cached_counter_needs_a_token_counter() -> None:
+    with pytest.raises(TypeError, match="CachedCounter wraps a TokenCounter, got int"):
+        CachedCounter(3)  # type: ignore[arg-type]
+
+
+# --- the approximate counter and functions ------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(message_histories())
+def test_approximate_counter_is_additive(case: Any) -> None:
+    _, messages, _ = case
+    counter = ApproximateCounter()
+    assert isinstance(counter, TokenCounter)
+    assert sum(counter.count_each(messages)) == count_tokens_approximately(messages)
+
+
+def message_length(message: BaseMessage) -> int:
+    return len(message.content)
+
+
+def list_length(messages: list[BaseMessage]) -> int:
+    return sum(len(m.content) for m in messages)
+
+
+@pytest.mark.parametrize(
+    "counter",
+    [
+        pytest.param(message_length, id="postponed-annotation-message-function"),
+        pytest.param(content_length, id="annotated-message-function"),
+        pytest.param(per_message(lambda m: len(m.content)), id="explicit-per-message"),
+        pytest.param(list_length, id="list-function"),
+        pytest.param(per_list(list_length), id="explicit-per-list"),
+        pytest.param(LENGTH, id="per-message-helper"),
+    ],
+)
+@settings(max_examples=150, deadline=None)
+@given(case=message_histories())
+def test_function_counters_follow_the_spec(counter: Any, case: Any) -> None:
+    records, messages, budget = case
+    kept = TurnTrimmer(max_tokens=budget, token_counter=counter).invoke(messages)
+    assert [m.id for m in kept] == [r["id"] for r in reference_trim(records, budget)]
+
+
+def test_len_counts_messages() -> None:
+    history = tool_history(3)  # 1 system + 3 turns of 5 messages
+    kept = TurnTrimmer(max_tokens=11, token_counter=len).invoke(history)
+    assert len(kept) == 11
+    assert kept[1].id == "u1"
+
+
+def test_count_tokens_approximately_function_is_recognised() -> None:
+    trimmer = TurnTrimmer(max_tokens=10, token_counter=count_tokens_approximately)
+    assert isinstance(trimmer.counter, CachedCounter)
+    assert isinstance(trimmer.counter.counter, ApproximateCounter)
+
+
+@pytest.mark.parametrize(
+    ("factory", "fragment"),
+    [
+        (lambda: per_message(3), "per_message needs a callable, got int"),  # type: ignore[arg-type]
+        (lambda: per_list("len"), "WholeListCounter needs a callable, got str"),  # type: ignore[arg-type]
+    ],
+)
+def test_explicit_wrappers_reject_non_callables(factory: Any, fragment: str) -> None:
+    with pytest.raises(TypeError, match=fragment):
+        factory()
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "3", None, True])
+def test_function_returning_bad_counts(bad: Any) -> None:
+    trimmer = TurnTrimmer(max_tokens=10, token_counter=per_message(lambda m: bad))
+    with pytest.raises((TypeError, ValueError), match="token counter"):
+        trimmer.invoke([HumanMessage("x")])
+
+
+@given(st.lists(st.text(max_size=30), max_size=8))
+def test_message_function_counter_sums(texts: list[str]) -> None:
+    messages = [HumanMessage(t) for t in texts]
+    counter = per_message(content_length)
+    assert counter.overhead == 0
+    assert counter.count_each(messages) == [len(t) for t in texts]

@@ -1,0 +1,391 @@
+"""TurnTrimmer: the spec through LangChain messages, the Runnable protocol, configuration."""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.runnables import ConfigurableField
+from langchain_core.tracers.context import collect_runs
+
+from langchain_turntrim import (
+    CachedCounter,
+    TiktokenCounter,
+    TrimReport,
+    TurnTrimmer,
+    TurnTrimOverflowError,
+)
+from langchain_turntrim._core import PINNED, START
+from langchain_turntrim._messages import CHAT_ROLE_KINDS, message_kinds
+from tests import strategies
+from tests.lc import CALLS, LENGTH, dump, message_histories
+from tests.reference import reference_trim
+
+HISTORY = [
+    SystemMessage("s" * 20, id="s0"),
+    HumanMessage("u" * 30, id="u1"),
+    AIMessage("a" * 30, id="a1"),
+    HumanMessage("u" * 25, id="u2"),
+    AIMessage("a" * 25, id="a2"),
+]
+
+
+def ids(messages: list[BaseMessage]) -> list[str | None]:
+    return [m.id for m in messages]
+
+
+@pytest.fixture(params=sorted(CALLS))
+def call(request: pytest.FixtureRequest) -> Any:
+    """Each Runnable entry point, sync and async: tests share one body."""
+    return CALLS[request.param]
+
+
+# --- the spec, through every entry point ---------------------------------------
+
+
+def test_spec_sample(call: Any) -> None:
+    trimmer = TurnTrimmer(max_tokens=100, token_counter=LENGTH)
+    kept = call(trimmer, HISTORY)
+    assert ids(kept) == ["s0", "u2", "a2"]
+    assert all(k is HISTORY[i] for k, i in zip(kept, (0, 3, 4), strict=True))
+
+
+@settings(max_examples=500, deadline=None)
+@given(message_histories())
+def test_equals_naive_reference(case: Any) -> None:
+    records, messages, budget = case
+    snapshot = dump(messages)
+    kept = TurnTrimmer(max_tokens=budget, token_counter=LENGTH).invoke(messages)
+    assert ids(kept) == [r["id"] for r in reference_trim(records, budget)]
+    assert all(any(k is m for m in messages) for k in kept)
+    assert dump(messages) == snapshot
+
+
+def test_prompt_template_pipeline(call: Any) -> None:
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "be brief"), MessagesPlaceholder("history"), ("human", "{question}")]
+    )
+    chain = prompt | TurnTrimmer(max_tokens=15, token_counter=LENGTH)
+    out = call(chain, {"history": [("human", "a" * 5), ("ai", "b" * 5)], "question": "c" * 5})
+    assert [m.content for m in out] == ["be brief", "c" * 5]
+
+
+def test_chain_into_a_model(call: Any) -> None:
+    seen: list[list[BaseMessage]] = []
+
+    def spy(messages: list[BaseMessage]) -> list[BaseMessage]:
+        seen.append(messages)
+        return messages
+
+    model = GenericFakeChatModel(messages=iter([AIMessage("ok")] * 4))
+    chain = TurnTrimmer(max_tokens=70, token_counter=LENGTH) | spy | model
+    reply = call(chain, HISTORY)
+    assert reply.content == "ok"
+    assert ids(seen[-1]) == ["s0", "u2", "a2"]
+
+
+def test_accepts_every_message_like() -> None:
+    history = [
+        ("system", "rules"),
+        {"role": "user", "content": "weather?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "content": "sunny", "tool_call_id": "c1"},
+        "and tomorrow?",
+    ]
+    kept = TurnTrimmer(max_tokens=10_000).invoke(history)
+    assert [type(m).__name__ for m in kept] == [
+        "SystemMessage",
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "HumanMessage",
+    ]
+    assert kept[2].tool_calls[0]["id"] == "c1"
+
+
+def test_returns_original_objects_and_never_mutates(call: Any) -> None:
+    history = [*HISTORY, AIMessageChunk("chunk", id="c")]
+    snapshot = dump(history)
+    kept = call(TurnTrimmer(max_tokens=10_000, token_counter=LENGTH), history)
+    assert len(kept) == len(history)
+    assert all(a is b for a, b in zip(kept, history, strict=True))
+    assert dump(history) == snapshot
+
+
+# --- roles ---------------------------------------------------------------------------
+
+
+def test_roles() -> None:
+    history = [
+        AIMessage("orphan", id="x0"),
+        ChatMessage("dev rules", role="developer", id="d0"),
+        ChatMessage("hi", role="human", id="u1"),
+        SystemMessage("mid", id="s1"),
+        ChatMessage("hello", role="ai", id="a1"),
+        ToolMessage("t", tool_call_id="c", id="t1"),
+        ChatMessage("hi again", role="user", id="u2"),
+        AIMessageChunk("partial", id="a2"),
+        SystemMessage("dev", id="d1", additional_kwargs={"__openai_role__": "developer"}),
+    ]
+    trimmer = TurnTrimmer(max_tokens=10_000, token_counter=LENGTH)
+    assert ids(trimmer.invoke(history)) == ["d0", "u1", "s1", "a1", "t1", "u2", "a2", "d1"]
+    budget = len("dev rules") + len("mid") + len("dev") + len("hi again") + len("partial")
+    small = TurnTrimmer(max_tokens=budget, token_counter=LENGTH)
+    assert ids(small.invoke(history)) == ["d0", "s1", "u2", "a2", "d1"]
+
+
+@pytest.mark.parametrize(
+    ("history", "error", "fragment"),
+    [
+        (
+            [HumanMessage("hi", id="u"), ChatMessage("x", role="User", id="bad")],
+            ValueError,
+            "messages[1] (id 'bad'): unknown ChatMessage role 'User'",
+        ),
+        (
+            [HumanMessage("hi"), RemoveMessage(id="r1")],
+            TypeError,
+            "messages[1] (id 'r1') is a Remove",
+        ),
+        ([HumanMessage("hi"), 42], TypeError, "messages[1] is not a message (int 42)"),
+        ([HumanMessage("hi"), {"content": "no role"}], TypeError, "messages[1] is not a message"),
+        ([None], TypeError, "messages[0] is not a message (NoneType"),
+        ("just a string", TypeError, "expected a sequence of messages or a PromptValue, got str"),
+        (HumanMessage("hi"), TypeError, "got HumanMessage"),
+        (None, TypeError, "got NoneType"),
+    ],
+)
+def test_bad_input(call: Any, history: Any, error: type[Exception], fragment: str) -> None:
+    with pytest.raises(error) as info:
+        call(TurnTrimmer(max_tokens=100), history)
+    assert fragment in str(info.value)
+
+
+# --- configuration --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "fragment"),
+    [
+        ({"max_tokens": -1}, ValueError, "max_tokens must be >= 0"),
+        ({"max_tokens": 1.5}, TypeError, "max_tokens must be an int, got float"),
+        ({"max_tokens": True}, TypeError, "max_tokens must be an int, got bool"),
+        (
+            {"max_tokens": 10, "token_counter": "exact"},
+            ValueError,
+            "unknown token_counter shortcut",
+        ),
+        ({"max_tokens": 10, "token_counter": 42}, TypeError, "token_counter must be"),
+        ({"max_tokens": 10, "token_counter": None}, TypeError, "got NoneType"),
+        ({"max_tokens": 10, "on_overflow": "truncate"}, ValueError, "on_overflow must be"),
+        ({"max_tokens": 10, "cache_size": -1}, ValueError, "cache size must be an int >= 0"),
+    ],
+)
+def test_configuration_errors_raise_at_construction(
+    kwargs: dict[str, Any], error: type[Exception], fragment: str
+) -> None:
+    with pytest.raises(error, match=None) as info:
+        TurnTrimmer(**kwargs)
+    assert fragment in str(info.value)
+
+
+def test_counter_is_resolved_once_and_cached() -> None:
+    trimmer = TurnTrimmer(max_tokens=10)
+    assert isinstance(trimmer.counter, CachedCounter)
+    assert trimmer.counter is trimmer.token_counter
+    no_cache = TurnTrimmer(max_tokens=10, cache_size=0)
+    assert not isinstance(no_cache.counter, CachedCounter)
+
+
+def test_max_tokens_configurable_per_call_and_cache_shared() -> None:
+    trimmer = TurnTrimmer(max_tokens=100, token_counter=LENGTH)
+    configurable = trimmer.configurable_fields(
+        max_tokens=ConfigurableField(id="max_tokens", name="Token budget")
+    )
+    assert ids(configurable.invoke(HISTORY)) == ["s0", "u2", "a2"]
+    big = configurable.invoke(HISTORY, config={"configurable": {"max_tokens": 130}})
+    assert ids(big) == ids(HISTORY)
+    small = configurable.invoke(HISTORY, config={"configurable": {"max_tokens": 0}})
+    assert ids(small) == ["s0"]
+    configured, _ = configurable._prepare({"configurable": {"max_tokens": 5}})
+    assert isinstance(configured, TurnTrimmer)
+    assert configured.counter is trimmer.counter
+
+
+def test_configured_bad_budget_fails_clearly() -> None:
+    configurable = TurnTrimmer(max_tokens=100).configurable_fields(
+        max_tokens=ConfigurableField(id="max_tokens")
+    )
+    with pytest.raises(ValueError, match="max_tokens must be >= 0"):
+        configurable.invoke(HISTORY, config={"configurable": {"max_tokens": -5}})
+
+
+def test_name_and_schemas() -> None:
+    trimmer = TurnTrimmer(max_tokens=10)
+    assert trimmer.get_name() == "TurnTrimmer"
+    with collect_runs() as runs:
+        trimmer.invoke(HISTORY)
+    assert [run.name for run in runs.traced_runs] == ["TurnTrimmer"]
+    output = trimmer.get_output_jsonschema()
+    assert output["type"] == "array"
+    input_schema = trimmer.get_input_jsonschema()
+    assert "anyOf" in input_schema
+    assert trimmer.OutputType == list[BaseMessage]
+
+
+# --- overflow -----------------------------------------------------------------------------
+
+
+def test_overflow_drop_returns_only_systems(call: Any) -> None:
+    trimmer = TurnTrimmer(max_tokens=60, token_counter=LENGTH)
+    history = [*HISTORY, HumanMessage("u" * 41, id="u3")]
+    assert ids(call(trimmer, history)) == ["s0"]
+
+
+def test_overflow_raise(call: Any) -> None:
+    trimmer = TurnTrimmer(max_tokens=60, token_counter=LENGTH, on_overflow="raise")
+    history = [*HISTORY, HumanMessage("u" * 41, id="u3")]
+    with pytest.raises(TurnTrimOverflowError) as info:
+        call(trimmer, history)
+    error = info.value
+    assert isinstance(error, ContextOverflowError)
+    assert (error.max_tokens, error.system_tokens, error.newest_turn_tokens) == (60, 20, 41)
+    assert "newest turn (41 tokens)" in str(error)
+    copy = pickle.loads(pickle.dumps(error))
+    assert (copy.max_tokens, copy.system_tokens, copy.newest_turn_tokens) == (60, 20, 41)
+
+
+def test_overflow_raise_when_systems_alone_exceed() -> None:
+    trimmer = TurnTrimmer(max_tokens=10, token_counter=LENGTH, on_overflow="raise")
+    with pytest.raises(TurnTrimOverflowError) as info:
+        trimmer.invoke([SystemMessage("s" * 11)])
+    assert info.value.newest_turn_tokens == 0
+
+
+def test_overflow_raise_not_raised_when_it_fits() -> None:
+    trimmer = TurnTrimmer(max_tokens=100, token_counter=LENGTH, on_overflow="raise")
+    assert ids(trimmer.invoke(HISTORY)) == ["s0", "u2", "a2"]
+    assert trimmer.invoke([]) == []
+
+
+# --- report --------------------------------------------------------------------------------
+
+
+def test_trim_with_report() -> None:
+    report = TurnTrimmer(max_tokens=100, token_counter=LENGTH).trim_with_report(HISTORY)
+    assert isinstance(report, TrimReport)
+    assert ids(report.kept) == ["s0", "u2", "a2"]
+    assert report.dropped == HISTORY[1:3]
+    assert report.dropped[0] is HISTORY[1]
+    assert (report.dropped_turns, report.tokens_before, report.tokens_after) == (1, 130, 70)
+    assert (report.max_tokens, report.system_tokens, report.budget_met) == (100, 20, True)
+
+
+# --- for_model -----------------------------------------------------------------------------
+
+
+class CountingFake(GenericFakeChatModel):
+    """A fake chat model with a context window and an additive counter."""
+
+    def get_num_tokens_from_messages(self, messages: list[BaseMessage], tools: Any = None) -> int:
+        return 3 + sum(len(m.content) for m in messages)
+
+
+def test_for_model_uses_profile_and_model_counter() -> None:
+    model = CountingFake(messages=iter([]), profile={"max_input_tokens": 103})
+    trimmer = TurnTrimmer.for_model(model, reserve_tokens=3)
+    assert trimmer.max_tokens == 100
+    kept = trimmer.invoke(HISTORY)
+    assert ids(kept) == ["s0", "u2", "a2"]
+    assert model.get_num_tokens_from_messages(kept) <= 100
+
+
+def test_for_model_openai_uses_tiktoken(tiktoken_cache: Any) -> None:
+    from langchain_openai import ChatOpenAI
+
+    model = ChatOpenAI(model="gpt-4", api_key="sk-test")
+    trimmer = TurnTrimmer.for_model(model, reserve_tokens=1000)
+    assert trimmer.max_tokens == model.profile["max_input_tokens"] - 1000
+    assert isinstance(trimmer.counter, CachedCounter)
+    assert isinstance(trimmer.counter.counter, TiktokenCounter)
+
+
+@pytest.mark.parametrize(
+    ("profile", "reserve", "error", "fragment"),
+    [
+        (None, 0, ValueError, "has no profile['max_input_tokens']"),
+        ({}, 0, ValueError, "has no profile['max_input_tokens']"),
+        ({"max_input_tokens": 100}, 101, ValueError, "reserve_tokens (101) exceeds"),
+        ({"max_input_tokens": 100}, -1, ValueError, "max_tokens must be >= 0"),
+    ],
+)
+def test_for_model_errors(
+    profile: Any, reserve: int, error: type[Exception], fragment: str
+) -> None:
+    model = CountingFake(messages=iter([]), profile=profile)
+    with pytest.raises(error) as info:
+        TurnTrimmer.for_model(model, reserve_tokens=reserve)
+    assert fragment in str(info.value)
+
+
+# --- exact budgets -----------------------------------------------------------------------
+
+
+def _trimmable(message: BaseMessage) -> bool:
+    return not isinstance(message, ChatMessage) or message.role in CHAT_ROLE_KINDS
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    messages=st.lists(strategies.messages().filter(_trimmable), max_size=12),
+    budget=st.integers(0, 600),
+)
+def test_exact_budget_holds_by_chatopenai_count(
+    tiktoken_cache: Any, messages: list[BaseMessage], budget: int
+) -> None:
+    from langchain_openai import ChatOpenAI
+
+    model = ChatOpenAI(model="gpt-4", api_key="sk-test")
+
+    def exact_count(kept: list[BaseMessage]) -> int:
+        with warnings.catch_warnings():  # ChatOpenAI warns about file blocks
+            warnings.simplefilter("ignore")
+            return model.get_num_tokens_from_messages(kept, allow_fetching_images=False)
+
+    trimmer = TurnTrimmer(max_tokens=budget, token_counter=TiktokenCounter("gpt-4"))
+    report = trimmer.trim_with_report(messages)
+    exact = exact_count(report.kept)
+    assert report.tokens_after == exact
+    # The budget holds by ChatOpenAI's own count, unless only systems are left.
+    assert exact <= budget or set(message_kinds(report.kept)) <= {PINNED}
+    # Maximal: with the next older turn, the exact count would exceed the budget.
+    if report.plan.kept_turns < report.plan.turns and report.budget_met:
+        bigger = TurnTrimmer(max_tokens=10**9, token_counter=TiktokenCounter("gpt-4"))
+        starts = [i for i, kind in enumerate(message_kinds(messages)) if kind == START]
+        older = starts[report.plan.dropped_turns - 1]
+        pinned = [messages[i] for i in report.plan.pinned if i < older]
+        with_older = bigger.trim_with_report(pinned + messages[older:]).kept
+        assert exact_count(with_older) > budget
