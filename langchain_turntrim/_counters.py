@@ -27,6 +27,7 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
+from langchain_turntrim._deep import deep_repr, safe_repr
 from langchain_turntrim._protocol import TokenCounter
 
 __all__ = [
@@ -53,11 +54,11 @@ def message_key(message: BaseMessage) -> Hashable:
     """
     content: Any = message.content
     if type(content) is not str:
-        content = repr(content)
+        content = safe_repr(content)
     extra: Any = None
     if isinstance(message, AIMessage):
         if message.tool_calls or message.invalid_tool_calls:
-            extra = repr((message.tool_calls, message.invalid_tool_calls))
+            extra = safe_repr((message.tool_calls, message.invalid_tool_calls))
     elif isinstance(message, ToolMessage):
         extra = message.tool_call_id
     elif isinstance(message, ChatMessage):
@@ -67,7 +68,7 @@ def message_key(message: BaseMessage) -> Hashable:
         message.__class__,
         content,
         message.name,
-        repr(kwargs) if kwargs else None,
+        safe_repr(kwargs) if kwargs else None,
         extra,
     )
 
@@ -188,7 +189,7 @@ class ApproximateCounter:
     overhead: Final = 0
 
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
-        return [count_tokens_approximately((m,)) for m in messages]
+        return [_approximate(m) for m in messages]
 
     def __repr__(self) -> str:
         return "ApproximateCounter()"
@@ -198,6 +199,18 @@ class ApproximateCounter:
 
     def __hash__(self) -> int:
         return hash(ApproximateCounter)
+
+
+def _approximate(message: BaseMessage) -> int:
+    try:
+        return count_tokens_approximately((message,))
+    except RecursionError:
+        # Nested deeper than repr can go: count the same characters, flattened.
+        text = deep_repr(message.content)
+        update: dict[str, Any] = {"content": text}
+        if isinstance(message, AIMessage) and message.tool_calls:
+            update = {"content": text + deep_repr(message.tool_calls), "tool_calls": []}
+        return count_tokens_approximately((message.model_copy(update=update),))
 
 
 class _MessageFunctionCounter:

@@ -25,6 +25,8 @@ from langchain_core.messages import (
     is_data_content_block,
 )
 
+from langchain_turntrim._deep import deep_repr
+
 __all__ = ["EncodingUnavailableError", "TiktokenCounter"]
 
 #: The model used when neither ``model`` nor ``encoding`` is given.
@@ -103,8 +105,8 @@ def _load_encoding(name: str) -> tiktoken.Encoding:
 def _dumped_len(encode: Callable[[str], list[int]], obj: object, dump: Callable[[Any], str]) -> int:
     try:
         text = dump(obj)
-    except (TypeError, ValueError, RecursionError):  # odd keys, cycles
-        text = repr(obj)
+    except (TypeError, ValueError, RecursionError):  # odd keys, cycles, deep nesting
+        text = deep_repr(obj)
     return len(encode(text))
 
 
@@ -167,7 +169,7 @@ class TiktokenCounter:
     * Blocks ChatOpenAI rejects (unknown types, audio, video, ``text-plain``,
       malformed blocks) cost the tokens of
       ``json.dumps(block, sort_keys=True, ensure_ascii=False, default=str)``
-      (``repr(block)`` if even that fails).
+      (a ``repr``-like text of any depth if even that fails).
     * A ``None`` tool-call name or arguments costs 0; tool-call ``args`` that
       ``json.dumps`` rejects are dumped with ``default=str``.
     * Messages of an unknown class count like a ``ChatMessage`` whose role is
