@@ -9,11 +9,11 @@ INSTALLED := $(VENV)/.installed
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[cli,agents,dev]'
 	touch $@
 
 demo: $(INSTALLED)
-	$(BIN)/python examples/quickstart.py
+	$(BIN)/turntrim demo
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
