@@ -1,0 +1,76 @@
+"""One trimmer shared by threads and by concurrent coroutines."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from langchain_turntrim import ApproximateCounter, CachedCounter, TurnTrimmer
+
+
+def histories(count: int) -> list[list[BaseMessage]]:
+    """Distinct histories sharing a prefix, so threads race on the same cache keys."""
+    shared: list[BaseMessage] = [SystemMessage("rules")]
+    for t in range(40):
+        shared += [HumanMessage(f"question {t} " * (t % 7 + 1)), AIMessage(f"answer {t}")]
+    return [[*shared[: 3 + k * 7 % len(shared)], HumanMessage(f"own {k}")] for k in range(count)]
+
+
+def sequential(items: Sequence[list[BaseMessage]]) -> list[list[BaseMessage]]:
+    fresh = TurnTrimmer(max_tokens=150, cache_size=0)
+    return [fresh.invoke(h) for h in items]
+
+
+def test_batch_across_eight_threads_matches_sequential() -> None:
+    items = histories(64)
+    trimmer = TurnTrimmer(max_tokens=150, cache_size=40)  # small: constant eviction
+    for _ in range(3):
+        assert trimmer.batch(items, config={"max_concurrency": 8}) == sequential(items)
+
+
+def test_hundred_concurrent_ainvoke_match_sequential() -> None:
+    items = histories(100)
+    trimmer = TurnTrimmer(max_tokens=150, cache_size=40)
+
+    async def run() -> list[list[BaseMessage]]:
+        return list(await asyncio.gather(*(trimmer.ainvoke(h) for h in items)))
+
+    assert asyncio.run(run()) == sequential(items)
+
+
+def test_cache_is_never_corrupted() -> None:
+    items = histories(64)
+    cached = CachedCounter(ApproximateCounter(), maxsize=500)
+    trimmer = TurnTrimmer(max_tokens=150, token_counter=cached)
+    trimmer.batch(items * 4, config={"max_concurrency": 8})
+    assert len(cached) <= 500
+    every = [m for h in items for m in h]
+    assert cached.count_each(every) == ApproximateCounter().count_each(every)
+
+
+class Rendezvous:
+    """A counter whose count_each waits until two threads are inside it at once.
+
+    Had the cache held its lock while tokenizing, the second thread could
+    never enter and the barrier would time out.
+    """
+
+    overhead = 0
+
+    def __init__(self) -> None:
+        self.barrier = threading.Barrier(2, timeout=10)
+
+    def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+        self.barrier.wait()
+        return [1] * len(messages)
+
+
+def test_no_lock_is_held_while_tokenizing() -> None:
+    trimmer = TurnTrimmer(max_tokens=10, token_counter=Rendezvous())
+    results = trimmer.batch(
+        [[HumanMessage("a")], [HumanMessage("b")]], config={"max_concurrency": 2}
+    )
+    assert [[m.content for m in r] for r in results] == [["a"], ["b"]]
