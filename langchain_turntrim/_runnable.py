@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import BaseMessage, MessageLikeRepresentation
 from langchain_core.prompt_values import PromptValue
@@ -23,10 +23,9 @@ from langchain_turntrim._counters import (
 )
 from langchain_turntrim._messages import message_kinds, to_messages
 from langchain_turntrim._plan import plan_messages
+from langchain_turntrim._tracing import areport_trim, report_trim
 
 __all__ = ["TrimInput", "TrimReport", "TurnTrimOverflowError", "TurnTrimmer"]
-
-logger = logging.getLogger("langchain_turntrim")
 
 TrimInput = PromptValue | Sequence[MessageLikeRepresentation]
 OnOverflow = Literal["drop", "raise"]
@@ -86,6 +85,14 @@ class TrimReport:
     @property
     def budget_met(self) -> bool:
         return self.plan.budget_met
+
+
+def check_overflow(plan: TrimPlan, on_overflow: OnOverflow) -> None:
+    """Under ``on_overflow="raise"``, raise when not even the newest turn fits."""
+    if on_overflow == "raise" and (not plan.budget_met or (plan.turns and not plan.kept_turns)):
+        raise TurnTrimOverflowError(
+            plan.max_tokens, plan.system_tokens + plan.overhead_tokens, plan.newest_turn_tokens
+        )
 
 
 def _check_on_overflow(value: object) -> None:
@@ -185,6 +192,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         """Trim ``messages`` and say what was dropped."""
         items = to_messages(messages)
         plan = self.plan(items)
+        report_trim(plan)
         return TrimReport(
             kept=plan.select(items),
             dropped=[items[i] for i in plan.dropped],
@@ -192,46 +200,51 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         )
 
     def plan(self, messages: Sequence[BaseMessage]) -> TrimPlan:
-        """The plan for a list of ``BaseMessage`` (no conversion)."""
+        """The plan for a list of ``BaseMessage`` (no conversion, no logging, no tracing)."""
         plan = plan_messages(messages, message_kinds(messages), self._counter, self.max_tokens)
-        if self.on_overflow == "raise" and (
-            not plan.budget_met or (plan.turns and not plan.kept_turns)
-        ):
-            raise TurnTrimOverflowError(
-                plan.max_tokens, plan.system_tokens + plan.overhead_tokens, plan.newest_turn_tokens
-            )
-        logger.debug(
-            "trimmed %d -> %d messages: dropped %d of %d turns, tokens %d -> %d, budget %d",
-            plan.size,
-            plan.size - len(plan.dropped),
-            plan.dropped_turns,
-            plan.turns,
-            plan.tokens_before,
-            plan.tokens_after,
-            plan.max_tokens,
-        )
+        check_overflow(plan, self.on_overflow)
         return plan
 
     def trim(self, messages: TrimInput) -> list[BaseMessage]:
-        """The kept messages, without the Runnable machinery (no callbacks, no tracing)."""
-        items = to_messages(messages)
-        return self.plan(items).select(items)
+        """The kept messages, without a run of its own.
 
-    async def _atrim(self, value: TrimInput) -> list[BaseMessage]:
+        The trim is logged, and recorded on the run the caller is executing in,
+        if any (see ``report_trim``).
+        """
+        items = to_messages(messages)
+        plan = self.plan(items)
+        report_trim(plan)
+        return plan.select(items)
+
+    def _trim_in_run(
+        self, value: TrimInput, run_manager: CallbackManagerForChainRun
+    ) -> list[BaseMessage]:
+        items = to_messages(value)
+        plan = self.plan(items)
+        report_trim(plan, run_manager)
+        return plan.select(items)
+
+    async def _atrim_in_run(
+        self, value: TrimInput, run_manager: AsyncCallbackManagerForChainRun
+    ) -> list[BaseMessage]:
+        items = to_messages(value)
         if isinstance(self._counter, WholeListCounter):
             # A model's counter may be a network call: keep the loop free.
-            return await run_in_executor(None, self.trim, value)
-        return self.trim(value)
+            plan = await run_in_executor(None, self.plan, items)
+        else:
+            plan = self.plan(items)
+        await areport_trim(plan, run_manager)
+        return plan.select(items)
 
     def invoke(
         self, input: TrimInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[BaseMessage]:
-        return self._call_with_config(self.trim, input, config, **kwargs)
+        return self._call_with_config(self._trim_in_run, input, config, **kwargs)
 
     async def ainvoke(
         self, input: TrimInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[BaseMessage]:
-        return await self._acall_with_config(self._atrim, input, config, **kwargs)
+        return await self._acall_with_config(self._atrim_in_run, input, config, **kwargs)
 
 
 def model_budget(chat_model: Any, reserve_tokens: int) -> int:

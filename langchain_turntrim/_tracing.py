@@ -1,0 +1,190 @@
+"""Where a trim shows up: a DEBUG log line, the run's metadata and a custom event.
+
+``report_trim`` (and ``areport_trim`` in async code) records one trim in three
+places, none of which needs ``langsmith`` as a dependency:
+
+* one DEBUG line on the standard-library logger ``langchain_turntrim``;
+* the metadata of the run the trim belongs to, under the key ``"turntrim"``:
+  tracers (LangSmith's ``LangChainTracer``, ``collect_runs``, any
+  ``BaseTracer``) keep the runs they are tracing in ``run_map``; the summary is
+  set on that run object before the run ends, so it is sent with the run's
+  end (the way ``LangChainTracer`` itself adds ``usage_metadata``) and shows in
+  LangSmith's Metadata tab;
+* a custom event named ``"turntrim"`` with the same summary, for
+  ``astream_events`` and callback handlers' ``on_custom_event`` (LangSmith does
+  not record custom events, hence the metadata).
+
+The run is the one given as ``run_manager`` (a Runnable's own run), else the
+run the code is executing in (LangChain's context variable), e.g. an agent
+middleware's hook. Outside any run only the log line is written.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+from uuid import UUID
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForChainRun,
+    BaseCallbackHandler,
+    BaseCallbackManager,
+    CallbackManagerForChainRun,
+    adispatch_custom_event,
+    dispatch_custom_event,
+)
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import ensure_config, get_callback_manager_for_config
+
+from langchain_turntrim._core import TrimPlan
+
+__all__ = [
+    "EVENT_NAME",
+    "METADATA_KEY",
+    "SUMMARY_KEYS",
+    "areport_trim",
+    "report_trim",
+    "trim_summary",
+]
+
+logger = logging.getLogger("langchain_turntrim")
+
+#: The name of the custom event every trim dispatches.
+EVENT_NAME: Final = "turntrim"
+#: The run metadata key every trim sets.
+METADATA_KEY: Final = "turntrim"
+#: The keys every summary has; a middleware adds its own (``mode``, ...).
+SUMMARY_KEYS: Final = (
+    "max_tokens",
+    "tokens_before",
+    "tokens_after",
+    "messages_before",
+    "messages_after",
+    "dropped_messages",
+    "turns",
+    "dropped_turns",
+    "system_tokens",
+    "budget_met",
+)
+
+
+def trim_summary(plan: TrimPlan, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The numbers of a trim, JSON-ready: what the log, the trace and the event carry.
+
+    ``SUMMARY_KEYS`` from the plan, then ``extra`` (which may override them).
+    """
+    dropped = len(plan.dropped)
+    summary: dict[str, Any] = {
+        "max_tokens": plan.max_tokens,
+        "tokens_before": plan.tokens_before,
+        "tokens_after": plan.tokens_after,
+        "messages_before": plan.size,
+        "messages_after": plan.size - dropped,
+        "dropped_messages": dropped,
+        "turns": plan.turns,
+        "dropped_turns": plan.dropped_turns,
+        "system_tokens": plan.system_tokens,
+        "budget_met": plan.budget_met,
+    }
+    if extra:
+        summary.update(extra)
+    return summary
+
+
+def _log(summary: Mapping[str, Any]) -> None:
+    extra = ", ".join(f"{k}={v}" for k, v in summary.items() if k not in SUMMARY_KEYS)
+    logger.debug(
+        "trimmed %d -> %d messages: dropped %d of %d turns, tokens %d -> %d, budget %d%s",
+        summary["messages_before"],
+        summary["messages_after"],
+        summary["dropped_turns"],
+        summary["turns"],
+        summary["tokens_before"],
+        summary["tokens_after"],
+        summary["max_tokens"],
+        f" ({extra})" if extra else "",
+    )
+
+
+def _attach(
+    handlers: Sequence[BaseCallbackHandler], run_ids: Sequence[UUID], summary: dict[str, Any]
+) -> None:
+    """Set the summary in the metadata of the run each tracer has, the first of ``run_ids``.
+
+    The metadata dict is replaced, never mutated: LangChain shares one dict
+    between a callback manager and the runs it starts.
+    """
+    keys = [str(run_id) for run_id in run_ids]
+    for handler in handlers:
+        run_map = getattr(handler, "run_map", None)
+        if not isinstance(run_map, dict):
+            continue
+        run = next((run_map[key] for key in keys if key in run_map), None)
+        extra = getattr(run, "extra", None)
+        if isinstance(extra, dict):
+            metadata = extra.get("metadata")
+            merged = dict(metadata) if isinstance(metadata, Mapping) else {}
+            merged[METADATA_KEY] = dict(summary)
+            extra["metadata"] = merged
+
+
+def _prepare(
+    plan: TrimPlan,
+    run_manager: CallbackManagerForChainRun | AsyncCallbackManagerForChainRun | None,
+    extra: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], RunnableConfig | None]:
+    """Log, set the run's metadata; return the summary and the event's config."""
+    summary = trim_summary(plan, extra)
+    if logger.isEnabledFor(logging.DEBUG):
+        _log(summary)
+    if run_manager is not None:
+        _attach(run_manager.handlers, [run_manager.run_id], summary)
+        return summary, {"callbacks": run_manager.get_child()}
+    # Inside a run (an agent's hook, a RunnableLambda), LangChain's context
+    # variable holds the run's child config. The run is the parent of the
+    # manager LangChain would build from it: with LangSmith tracing, an
+    # enclosing @traceable span such as an agent middleware's
+    # "<name>.wrap_model_call"; other tracers only know the LangChain run
+    # around it, the config's own parent.
+    config = ensure_config()
+    own = config.get("callbacks")
+    if not isinstance(own, BaseCallbackManager) or own.parent_run_id is None:
+        return summary, None  # not inside a LangChain run (the fast, common case)
+    manager = get_callback_manager_for_config(config)
+    run_ids = [own.parent_run_id]
+    if manager.parent_run_id is not None and manager.parent_run_id != own.parent_run_id:
+        run_ids.insert(0, manager.parent_run_id)
+    _attach(manager.handlers, run_ids, summary)
+    return summary, config
+
+
+def report_trim(
+    plan: TrimPlan,
+    run_manager: CallbackManagerForChainRun | None = None,
+    *,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Log a trim and record it on its run; returns the summary.
+
+    ``run_manager`` is the trimming Runnable's own run (what ``invoke`` passes
+    to the function it runs); without it, the run the caller executes in.
+    Outside any run only the log line is written; never raises for want of a run.
+    """
+    summary, config = _prepare(plan, run_manager, extra)
+    if config is not None:
+        dispatch_custom_event(EVENT_NAME, summary, config=config)
+    return summary
+
+
+async def areport_trim(
+    plan: TrimPlan,
+    run_manager: AsyncCallbackManagerForChainRun | None = None,
+    *,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``report_trim`` for async code: the custom event is awaited."""
+    summary, config = _prepare(plan, run_manager, extra)
+    if config is not None:
+        await adispatch_custom_event(EVENT_NAME, summary, config=config)
+    return summary

@@ -1,0 +1,685 @@
+"""TurnTrimMiddleware in real create_agent runs, and what every trim records."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+from uuid import UUID
+
+import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import ModelRequest
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from langchain_core.tracers.base import BaseTracer
+from langchain_core.tracers.langchain import LangChainTracer
+from langchain_core.tracers.schemas import Run
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import Field
+
+from langchain_turntrim import TiktokenCounter, TurnTrimmer, TurnTrimOverflowError, per_list
+from langchain_turntrim._core import plan_trim
+from langchain_turntrim._counters import resolve_counter
+from langchain_turntrim._middleware import TurnTrimMiddleware, tool_tokens
+from langchain_turntrim._tracing import (
+    EVENT_NAME,
+    METADATA_KEY,
+    areport_trim,
+    report_trim,
+    trim_summary,
+)
+from langchain_turntrim._tracing import SUMMARY_KEYS as DOCUMENTED_KEYS
+
+SYSTEM = "You are a terse research assistant. Answer in one sentence."
+BUDGET = 330
+TURNS = 25
+
+
+@tool
+def lookup(query: str) -> str:
+    """Look a query up in the knowledge base."""
+    return f"found 3 documents about {query}"
+
+
+class ToolCallingFake(BaseChatModel):
+    """Answers a user message with a tool call and a tool result with text.
+
+    Records every list of messages it is given; ``bind_tools`` keeps it itself.
+    """
+
+    calls: list[list[BaseMessage]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "tool-calling-fake"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ToolCallingFake:
+        return self
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        self.calls.append(list(messages))
+        n = len(self.calls)
+        last = messages[-1] if messages else None
+        if isinstance(last, HumanMessage):
+            call = {"name": "lookup", "args": {"query": last.text[:30]}, "id": f"call_{n}"}
+            reply = AIMessage("", tool_calls=[call])
+        else:
+            reply = AIMessage(f"Answer {n}: the documents agree on the main point.")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def question(i: int) -> HumanMessage:
+    return HumanMessage(f"Question {i}: what do we know about topic {i}?" + " more" * (i % 4))
+
+
+# -- one test body, sync or async --------------------------------------------
+
+
+def _invoke(agent: Any, inputs: Any, config: Any) -> Any:
+    return agent.invoke(inputs, config)
+
+
+def _ainvoke(agent: Any, inputs: Any, config: Any) -> Any:
+    return asyncio.run(agent.ainvoke(inputs, config))
+
+
+@pytest.fixture(params=["invoke", "ainvoke"])
+def run(request: pytest.FixtureRequest) -> Callable[[Any, Any, Any], Any]:
+    return {"invoke": _invoke, "ainvoke": _ainvoke}[request.param]  # type: ignore[return-value]
+
+
+# -- what a well-formed model input is ---------------------------------------
+
+
+def check_model_input(
+    messages: list[BaseMessage], count: Callable[[list[BaseMessage]], int], budget: int = BUDGET
+) -> None:
+    """The history the model is given: never corrupt, never over budget."""
+    assert isinstance(messages[0], SystemMessage)
+    assert messages[0].text == SYSTEM
+    assert isinstance(messages[1], HumanMessage), [m.type for m in messages]
+    called: set[str] = set()
+    answered: set[str] = set()
+    for m in messages:
+        if isinstance(m, AIMessage):
+            called.update(c["id"] for c in m.tool_calls if c["id"])
+        elif isinstance(m, ToolMessage):
+            assert m.tool_call_id in called, f"orphan ToolMessage {m.tool_call_id}"
+            answered.add(m.tool_call_id)
+    assert called == answered, f"tool calls without results: {called - answered}"
+    assert count(messages) <= budget
+
+
+def approximate_with_tools(messages: list[BaseMessage]) -> int:
+    return count_tokens_approximately(messages, tools=[lookup])
+
+
+def _length(messages: list[BaseMessage]) -> int:
+    """A whole-list counter: text length, plus 4 per tool call."""
+    return sum(len(m.text) + 4 * len(getattr(m, "tool_calls", ())) for m in messages)
+
+
+def length_with_tools(messages: list[BaseMessage]) -> int:
+    # The tool's schema, as one system message of its OpenAI JSON.
+    return _length(messages) + len(json.dumps(convert_to_openai_tool(lookup)))
+
+
+#: token_counter, the same count of a whole model input (tools included), budget.
+COUNTERS = {
+    "approximate": ("approximate", approximate_with_tools, BUDGET),
+    "whole-list": (per_list(_length), length_with_tools, 4 * BUDGET),
+}
+
+
+# -- the 25-turn agent -------------------------------------------------------
+
+
+@pytest.mark.parametrize("counter_name", list(COUNTERS))
+@pytest.mark.parametrize("mode", ["request", "state"])
+def test_25_turn_agent_never_sees_a_broken_or_oversized_history(
+    mode: str, counter_name: str, run: Callable[[Any, Any, Any], Any]
+):
+    token_counter, count, budget = COUNTERS[counter_name]
+    model = ToolCallingFake()
+    middleware = TurnTrimMiddleware(budget, token_counter, mode=mode)  # type: ignore[arg-type]
+    agent = create_agent(
+        model,
+        tools=[lookup],
+        system_prompt=SYSTEM,
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"thread_id": f"{mode}-{counter_name}"}}
+    sizes = []
+    seen_ids: list[str] = []
+    for i in range(TURNS):
+        state = run(agent, {"messages": [question(i)]}, config)
+        sizes.append(len(state["messages"]))
+        seen_ids.extend(m.id for m in state["messages"] if m.id not in seen_ids)
+
+    assert len(model.calls) == 2 * TURNS  # a tool call and an answer per turn
+    for i, messages in enumerate(model.calls):
+        check_model_input(messages, count, budget)
+        # The newest question is always there, last or before its tool call.
+        newest = [m for m in messages if isinstance(m, HumanMessage)][-1]
+        assert newest.text == question(i // 2).text
+    # Old turns were really dropped, and every call kept at least the newest turn.
+    assert not any(m.text == question(0).text for m in model.calls[-1])
+    assert max(len(c) for c in model.calls) < 4 * TURNS
+
+    stored = agent.get_state(config).values["messages"]
+    if mode == "request":
+        assert sizes == [4 * (i + 1) for i in range(TURNS)]  # the state keeps everything
+        assert stored[0].text == question(0).text
+    else:
+        assert sizes[-1] < 4 * TURNS // 3  # the state stopped growing
+        assert max(sizes[TURNS // 2 :]) <= max(sizes[: TURNS // 2])
+        stored_ids = {m.id for m in stored}
+        removed = [i for i in seen_ids if i not in stored_ids]
+        assert removed, "state mode removed nothing"
+        assert stored[-1].id == seen_ids[-1]
+        # The checkpoint itself no longer holds the removed messages.
+        checkpoint = agent.checkpointer.get_tuple(config).checkpoint  # type: ignore[union-attr]
+        ids = {m.id for m in checkpoint["channel_values"]["messages"]}
+        assert ids == stored_ids
+        assert ids.isdisjoint(removed)
+
+
+# -- the request trim, unit by unit --------------------------------------------
+
+
+def make_request(
+    messages: list[BaseMessage], system: str | None = SYSTEM, tools: list[Any] | None = None
+) -> ModelRequest[Any]:
+    return ModelRequest(
+        model=ToolCallingFake(),
+        messages=messages,  # type: ignore[arg-type]
+        system_message=SystemMessage(system) if system is not None else None,
+        tools=tools or [],
+    )
+
+
+def history(turns: int) -> list[BaseMessage]:
+    messages: list[BaseMessage] = []
+    for i in range(turns):
+        messages.append(question(i))
+        call = {"name": "lookup", "args": {"query": str(i)}, "id": f"c{i}", "type": "tool_call"}
+        messages.append(AIMessage("", tool_calls=[call]))  # type: ignore[list-item]
+        messages.append(ToolMessage(f"result {i}", tool_call_id=f"c{i}"))
+        messages.append(AIMessage(f"Answer {i}."))
+    return messages
+
+
+def test_trim_request_counts_the_system_message_and_the_tools_as_pinned():
+    messages = history(6)
+    request = make_request(messages, tools=[lookup])
+    middleware = TurnTrimMiddleware(max_tokens=200)
+    trimmed, report = middleware.trim_request(request)
+    plan = report.plan
+    assert trimmed is not request
+    assert request.messages == messages  # the request is never mutated
+    assert trimmed.system_message is request.system_message
+    assert trimmed.tools == request.tools
+    kept = trimmed.messages
+    assert isinstance(kept[0], HumanMessage)
+    assert kept == messages[-4 * plan.kept_turns :]
+    assert report.kept == [request.system_message, *kept]
+    assert report.dropped == messages[: -4 * plan.kept_turns]
+    # The plan reads as the whole request, exactly as LangChain counts it.
+    full = [request.system_message, *kept]
+    assert plan.tokens_after == count_tokens_approximately(full, tools=[lookup]) <= 200
+    everything = [request.system_message, *messages]
+    assert plan.tokens_before == count_tokens_approximately(everything, tools=[lookup])
+    assert plan.overhead_tokens == count_tokens_approximately([], tools=[lookup])
+    assert plan.system_tokens == count_tokens_approximately([request.system_message])
+    # One more turn would not have fit.
+    older = messages[-4 * (plan.kept_turns + 1) :]
+    assert count_tokens_approximately([request.system_message, *older], tools=[lookup]) > 200
+
+
+def test_trim_request_returns_the_same_request_when_everything_fits():
+    request = make_request(history(2), tools=[lookup])
+    trimmed, report = TurnTrimMiddleware(max_tokens=10_000).trim_request(request)
+    assert trimmed is request
+    assert report.dropped == []
+    assert report.plan.dropped_turns == 0
+
+
+def test_trim_request_without_a_system_message():
+    messages = [AIMessage("stray reply before any user message"), *history(3)]
+    request = make_request(messages, system=None)
+    trimmed, report = TurnTrimMiddleware(max_tokens=10_000).trim_request(request)
+    # Messages before the first user message are discarded, as the spec says.
+    assert trimmed.messages == messages[1:]
+    assert report.dropped == messages[:1]
+    assert trimmed.system_message is None
+
+
+def test_langchain_1_0_requests_have_only_a_system_prompt():
+    from types import SimpleNamespace
+
+    from langchain_turntrim._middleware import _system_message
+
+    assert _system_message(SimpleNamespace(system_prompt="Be brief.")).text == "Be brief."  # type: ignore[arg-type, union-attr]
+    assert _system_message(SimpleNamespace(system_prompt=None)) is None  # type: ignore[arg-type]
+    assert _system_message(make_request([], system=None)) is None
+
+
+def test_overflow_drop_sends_only_the_system_message():
+    request = make_request([question(1), AIMessage("x" * 4000)], tools=[lookup])
+    trimmed, report = TurnTrimMiddleware(max_tokens=100).trim_request(request)
+    assert trimmed.messages == []
+    assert report.plan.kept_turns == 0
+
+
+def test_overflow_raise_names_the_pinned_cost_including_tools():
+    request = make_request([question(1), AIMessage("x" * 4000)], tools=[lookup])
+    middleware = TurnTrimMiddleware(max_tokens=100, on_overflow="raise")
+    with pytest.raises(TurnTrimOverflowError) as caught:
+        middleware.trim_request(request)
+    pinned = count_tokens_approximately([SystemMessage(SYSTEM)], tools=[lookup])
+    assert caught.value.system_tokens == pinned
+    assert caught.value.max_tokens == 100
+
+
+def test_tools_alone_over_budget_leave_only_the_system_message():
+    request = make_request(history(1), tools=[lookup])
+    trimmed, report = TurnTrimMiddleware(max_tokens=5).trim_request(request)
+    assert trimmed.messages == []
+    assert not report.plan.budget_met
+    assert report.plan.max_tokens == 5
+
+
+def test_agent_with_on_overflow_raise_raises_a_context_overflow_error(run):
+    agent = create_agent(
+        ToolCallingFake(),
+        tools=[lookup],
+        system_prompt=SYSTEM,
+        middleware=[TurnTrimMiddleware(max_tokens=60, on_overflow="raise")],
+    )
+    with pytest.raises(ContextOverflowError) as caught:
+        run(agent, {"messages": [HumanMessage("why? " * 100)]}, None)
+    assert isinstance(caught.value, TurnTrimOverflowError)
+
+
+# -- tool_tokens -----------------------------------------------------------------
+
+
+def test_tool_tokens_approximate_is_langchains_own_estimate():
+    counter = resolve_counter("approximate")
+    assert tool_tokens(counter, []) == 0
+    assert tool_tokens(counter, [lookup]) == count_tokens_approximately([], tools=[lookup])
+    provider_tool = {"type": "web_search_preview"}
+    both = count_tokens_approximately([], tools=[lookup, provider_tool])
+    assert tool_tokens(counter, [lookup, provider_tool]) == both
+
+
+def test_tool_tokens_token_counter_counts_each_schema_as_a_system_message(tiktoken_cache):
+    counter = TiktokenCounter("gpt-4")
+    schema = SystemMessage(json.dumps(convert_to_openai_tool(lookup), ensure_ascii=False))
+    expected = counter.count_each([schema])[0]
+    assert tool_tokens(counter, [lookup]) == expected
+    cached = resolve_counter(counter)
+    assert tool_tokens(cached, [lookup, lookup]) == 2 * expected
+
+
+def test_tool_tokens_whole_list_counter_counts_the_schemas_as_one_list():
+    seen: list[list[BaseMessage]] = []
+
+    def count(messages: list[BaseMessage]) -> int:
+        seen.append(messages)
+        return 7 * len(messages)
+
+    assert tool_tokens(per_list(count), [lookup, lookup]) == 14
+    assert all(isinstance(m, SystemMessage) for m in seen[0])
+
+
+# -- construction --------------------------------------------------------------
+
+
+def test_configuration_is_checked_at_construction():
+    with pytest.raises(ValueError, match="mode must be 'request' or 'state'"):
+        TurnTrimMiddleware(max_tokens=10, mode="both")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="on_overflow"):
+        TurnTrimMiddleware(max_tokens=10, on_overflow="warn")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="max_tokens must be an int"):
+        TurnTrimMiddleware(max_tokens=1.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="token_counter"):
+        TurnTrimMiddleware(max_tokens=10, token_counter="exact")
+
+
+def test_modes_name_and_hooks():
+    request_mode = TurnTrimMiddleware(100)
+    state_mode = TurnTrimMiddleware(100, "approximate", "drop", "state")
+    assert request_mode.mode == "request"
+    assert state_mode.mode == "state"
+    assert isinstance(state_mode, TurnTrimMiddleware)
+    assert request_mode.name == state_mode.name == "TurnTrimMiddleware"
+    # Only the state mode adds a before_model node to the agent's graph.
+    nodes = set(create_agent(ToolCallingFake(), middleware=[request_mode]).get_graph().nodes)
+    assert "TurnTrimMiddleware.before_model" not in nodes
+    nodes = set(create_agent(ToolCallingFake(), middleware=[state_mode]).get_graph().nodes)
+    assert "TurnTrimMiddleware.before_model" in nodes
+    assert isinstance(state_mode.trimmer, TurnTrimmer)
+    assert state_mode.max_tokens == 100
+    assert "mode='state'" in repr(state_mode)
+
+
+def test_subclasses_keep_their_overrides_in_both_modes():
+    class NamedTrim(TurnTrimMiddleware):
+        calls = 0
+
+        def wrap_model_call(self, request, handler):
+            NamedTrim.calls += 1
+            return super().wrap_model_call(request, handler)
+
+    state_mode = NamedTrim(1_000, mode="state")
+    assert isinstance(state_mode, NamedTrim)
+    assert type(state_mode) is type(NamedTrim(1_000, mode="state"))  # one class per subclass
+    assert state_mode.name == "NamedTrim"
+    agent = create_agent(ToolCallingFake(), tools=[lookup], middleware=[state_mode])
+    assert "NamedTrim.before_model" in agent.get_graph().nodes
+    agent.invoke({"messages": [question(1)]})
+    assert NamedTrim.calls == 2
+    assert NamedTrim(1_000).name == "NamedTrim"
+    assert (
+        "NamedTrim.before_model"
+        not in create_agent(ToolCallingFake(), middleware=[NamedTrim(1_000)]).get_graph().nodes
+    )
+
+
+def test_for_model_sizes_the_budget_from_the_profile(tiktoken_cache):
+    from langchain_openai import ChatOpenAI
+
+    model = ChatOpenAI(model="gpt-4", api_key="sk-placeholder")  # type: ignore[arg-type]
+    middleware = TurnTrimMiddleware.for_model(model, reserve_tokens=1000, mode="state")
+    assert middleware.max_tokens == 8192 - 1000
+    assert middleware.mode == "state"
+    assert middleware.trimmer.counter.counter == TiktokenCounter("gpt-4")  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="max_input_tokens"):
+        TurnTrimMiddleware.for_model(ToolCallingFake())
+
+
+def test_importing_without_langchain_says_how_to_install(monkeypatch: pytest.MonkeyPatch):
+    for name in list(sys.modules):
+        if name == "langchain" or name.startswith(("langchain.", "langchain_turntrim._middleware")):
+            monkeypatch.setitem(sys.modules, name, None)  # type: ignore[arg-type]
+    monkeypatch.delitem(sys.modules, "langchain_turntrim._middleware")
+    with pytest.raises(ImportError, match=r"pip install 'langchain-turntrim\[agents\]'"):
+        importlib.import_module("langchain_turntrim._middleware")
+
+
+# -- the state mode ------------------------------------------------------------
+
+
+def test_state_update_removes_dropped_turns_but_never_the_newest():
+    messages = history(5)
+    for i, m in enumerate(messages):
+        m.id = f"m{i}"
+    middleware = TurnTrimMiddleware(max_tokens=120, mode="state")
+    update = middleware.state_update(messages)
+    assert update is not None
+    removed = [m.id for m in update["messages"]]
+    kept_from = len(removed)
+    assert removed == [f"m{i}" for i in range(kept_from)]
+    assert isinstance(messages[kept_from], HumanMessage)
+    assert count_tokens_approximately(messages[kept_from:]) <= 120
+    # Nothing to remove: None, not an empty update.
+    assert middleware.state_update(messages[kept_from:]) is None
+    # The newest turn stays in the state even when it alone is over budget.
+    huge = [*messages, HumanMessage("big " * 500, id="new")]
+    update = TurnTrimMiddleware(max_tokens=50, mode="state").state_update(huge)
+    assert update is not None
+    assert [m.id for m in update["messages"]] == [m.id for m in messages]
+
+
+def test_state_update_names_a_dropped_message_without_an_id():
+    messages = history(3)
+    for i, m in enumerate(messages[1:], 1):
+        m.id = f"m{i}"
+    middleware = TurnTrimMiddleware(max_tokens=40, mode="state")
+    with pytest.raises(ValueError, match=r"messages\[0\] is dropped but has no id"):
+        middleware.state_update(messages)
+
+
+def test_state_mode_keeps_the_newest_turn_when_it_does_not_fit(run):
+    model = ToolCallingFake()
+    agent = create_agent(
+        model,
+        tools=[lookup],
+        system_prompt=SYSTEM,
+        middleware=[TurnTrimMiddleware(max_tokens=60, mode="state")],
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"thread_id": "huge"}}
+    big = HumanMessage("why? " * 100)
+    state = run(agent, {"messages": [big]}, config)
+    assert state["messages"][0].text == big.text  # still in the state
+    assert [m.type for m in model.calls[0]] == ["system"]  # on_overflow="drop"
+
+
+# -- observability -------------------------------------------------------------
+
+
+class Recorder(BaseTracer):
+    """Keeps every traced run (as a tree) and every custom event."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.roots: list[Run] = []
+        self.events: list[tuple[str, Any, UUID]] = []
+
+    def _persist_run(self, run: Run) -> None:
+        self.roots.append(run)
+
+    def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self.events.append((name, data, run_id))
+
+
+def walk(runs: list[Run]) -> list[Run]:
+    found: list[Run] = []
+    for r in runs:
+        found.append(r)
+        found.extend(walk(r.child_runs))
+    return found
+
+
+SUMMARY_KEYS = {
+    "max_tokens",
+    "tokens_before",
+    "tokens_after",
+    "messages_before",
+    "messages_after",
+    "dropped_messages",
+    "turns",
+    "dropped_turns",
+    "system_tokens",
+    "budget_met",
+}
+
+
+@pytest.mark.parametrize("mode", ["request", "state"])
+def test_middleware_trims_show_in_the_trace_and_as_events(mode: str, run):
+    model = ToolCallingFake()
+    agent = create_agent(
+        model,
+        tools=[lookup],
+        system_prompt=SYSTEM,
+        middleware=[TurnTrimMiddleware(max_tokens=BUDGET, mode=mode)],  # type: ignore[arg-type]
+        checkpointer=InMemorySaver(),
+    )
+    recorder = Recorder()
+    config = {"configurable": {"thread_id": "t"}, "callbacks": [recorder]}
+    for i in range(8):
+        run(agent, {"messages": [question(i)]}, config)
+
+    requests = [data for name, data, _ in recorder.events if data["mode"] == "request"]
+    assert {name for name, _, _ in recorder.events} == {"turntrim"}
+    assert len(requests) == len(model.calls) == 16
+    for data, messages in zip(requests, model.calls, strict=True):
+        assert data.keys() >= SUMMARY_KEYS
+        # The numbers are the model input's, as LangChain counts it.
+        assert data["tokens_after"] == approximate_with_tools(messages) <= data["max_tokens"]
+        assert data["messages_after"] == len(messages) - 1  # the system message aside
+        assert data["tool_tokens"] == count_tokens_approximately([], tools=[lookup])
+    assert any(data["dropped_turns"] for data in requests)
+    # Without LangSmith, the trim is in the metadata of the agent's model node run.
+    runs = walk(recorder.roots)
+    traced = [r for r in runs if "turntrim" in r.metadata]
+    model_runs = [r for r in traced if r.name == "model"]
+    assert [r.metadata["turntrim"] for r in model_runs] == requests
+    events_by_run = {rid: data for _, data, rid in recorder.events}
+    assert all(events_by_run[r.id] == r.metadata["turntrim"] for r in traced)
+    if mode == "state":
+        hook_runs = [r for r in traced if r.name == "TurnTrimMiddleware.before_model"]
+        assert len(hook_runs) == 16
+        assert any(r.metadata["turntrim"]["removed_from_state"] for r in hook_runs)
+    # Metadata is set per run, never on a dict other runs share.
+    assert not any("turntrim" in r.metadata for r in runs if r.name in ("tools", "lookup"))
+
+
+def test_middleware_trims_stream_as_custom_events():
+    agent = create_agent(
+        ToolCallingFake(),
+        tools=[lookup],
+        system_prompt=SYSTEM,
+        middleware=[TurnTrimMiddleware(max_tokens=BUDGET)],
+    )
+
+    async def collect() -> list[Any]:
+        inputs = {"messages": [*history(6), question(6)]}
+        return [e async for e in agent.astream_events(inputs, version="v2")]
+
+    events = [e for e in asyncio.run(collect()) if e["event"] == "on_custom_event"]
+    assert [e["name"] for e in events] == ["turntrim", "turntrim"]  # one per model call
+    assert events[0]["data"]["dropped_turns"] > 0
+    assert events[0]["metadata"]["langgraph_node"] == "model"
+
+
+def test_middleware_trims_show_in_langsmith(monkeypatch: pytest.MonkeyPatch):
+    """With LangChainTracer, the summary is in the metadata LangSmith receives."""
+    from langsmith import Client
+
+    for var in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGSMITH_ENDPOINT"):
+        monkeypatch.delenv(var, raising=False)
+
+    class OfflineClient(Client):
+        def __init__(self) -> None:
+            super().__init__(api_url="http://127.0.0.1:9", api_key="test", auto_batch_tracing=False)
+            self.updates: list[dict[str, Any]] = []
+
+        def create_run(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+        def update_run(self, run_id: Any, **kwargs: Any) -> None:  # type: ignore[override]
+            self.updates.append(kwargs)
+
+    client = OfflineClient()
+    tracer = LangChainTracer(client=client, project_name="test")
+    agent = create_agent(
+        ToolCallingFake(),
+        tools=[lookup],
+        system_prompt=SYSTEM,
+        middleware=[TurnTrimMiddleware(max_tokens=BUDGET)],
+    )
+    agent.invoke({"messages": [*history(6), question(6)]}, {"callbacks": [tracer]})
+    tracer.wait_for_futures()
+    sent = {
+        u["name"]: (u.get("extra") or {}).get("metadata", {}).get("turntrim")
+        for u in client.updates
+    }
+    # The middleware's own span in LangSmith carries the numbers.
+    summary = sent["TurnTrimMiddleware.wrap_model_call"]
+    assert summary is not None
+    assert summary.keys() >= SUMMARY_KEYS
+    assert summary["dropped_turns"] > 0
+
+
+def test_summary_keys_are_the_documented_ones():
+    assert set(DOCUMENTED_KEYS) == SUMMARY_KEYS
+    assert EVENT_NAME == METADATA_KEY == "turntrim"
+
+
+def test_report_trim_outside_a_run_only_logs(caplog: pytest.LogCaptureFixture):
+    plan = plan_trim(
+        [
+            {"role": "system", "tokens": 5},
+            {"role": "user", "tokens": 50},
+            {"role": "user", "tokens": 10},
+        ],
+        30,
+    )
+    with caplog.at_level(logging.DEBUG, logger="langchain_turntrim"):
+        summary = report_trim(plan, extra={"mode": "request"})
+        assert asyncio.run(areport_trim(plan)) == trim_summary(plan)
+    assert summary == {**trim_summary(plan), "mode": "request"}
+    assert summary["dropped_turns"] == 1
+    assert summary["dropped_messages"] == 1
+    lines = [r.getMessage() for r in caplog.records if r.name == "langchain_turntrim"]
+    assert lines == [
+        "trimmed 3 -> 2 messages: dropped 1 of 2 turns, tokens 65 -> 15, budget 30 (mode=request)",
+        "trimmed 3 -> 2 messages: dropped 1 of 2 turns, tokens 65 -> 15, budget 30",
+    ]
+
+
+# -- TurnTrimmer through report_trim: needs the proposed _runnable.py change ----
+
+
+@pytest.mark.parametrize("call", ["invoke", "ainvoke"])
+def test_turntrimmer_records_the_trim_on_its_own_run(call: str):
+    trimmer = TurnTrimmer(max_tokens=40)
+    messages = history(4)
+    recorder = Recorder()
+    config = {"callbacks": [recorder]}
+    if call == "invoke":
+        kept = trimmer.invoke(messages, config)  # type: ignore[arg-type]
+    else:
+        kept = asyncio.run(trimmer.ainvoke(messages, config))  # type: ignore[arg-type]
+    (root,) = recorder.roots
+    assert root.name == "TurnTrimmer"
+    expected = trim_summary(trimmer.plan(messages))
+    assert root.metadata["turntrim"] == expected
+    assert expected["messages_after"] == len(kept)
+    assert recorder.events == [("turntrim", expected, root.id)]
+
+
+def test_turntrimmer_trim_logs_one_line(caplog: pytest.LogCaptureFixture):
+    with caplog.at_level(logging.DEBUG, logger="langchain_turntrim"):
+        TurnTrimmer(max_tokens=40).trim(history(4))
+    assert len([r for r in caplog.records if r.name == "langchain_turntrim"]) == 1
+
+
+def test_the_package_exports_the_middleware_lazily(monkeypatch: pytest.MonkeyPatch):
+    import langchain_turntrim
+
+    assert langchain_turntrim.TurnTrimMiddleware is TurnTrimMiddleware
+    assert "TurnTrimMiddleware" in dir(langchain_turntrim)
+    assert "TurnTrimMiddleware" not in langchain_turntrim.__all__  # `import *` needs no extra
+    assert langchain_turntrim.trim_update is not None
+    # Without langchain the package still imports; the middleware says how to install it.
+    for name in list(sys.modules):
+        if name == "langchain" or name.startswith("langchain."):
+            monkeypatch.setitem(sys.modules, name, None)  # type: ignore[arg-type]
+        elif name == "langchain_turntrim" or name.startswith("langchain_turntrim."):
+            monkeypatch.delitem(sys.modules, name)
+    fresh = importlib.import_module("langchain_turntrim")
+    with pytest.raises(ImportError, match=r"pip install 'langchain-turntrim\[agents\]'"):
+        _ = fresh.TurnTrimMiddleware
