@@ -24,6 +24,8 @@ from langchain_core.messages import (
 from langchain_core.runnables import Runnable
 
 from langchain_turntrim import per_message
+from langchain_turntrim._core import PINNED, START
+from langchain_turntrim._messages import message_kinds
 from tests.records import histories
 
 _BUILDERS: dict[str, Callable[[str, str], BaseMessage]] = {
@@ -96,3 +98,39 @@ def _single(chunks: Sequence[Any]) -> Any:
 def dump(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     """A deep snapshot, to prove inputs are never mutated."""
     return [m.model_dump() for m in messages]
+
+
+class InvalidConversation(AssertionError):
+    pass
+
+
+def check_conversation(messages: Sequence[BaseMessage]) -> None:
+    """Raise unless OpenAI and Anthropic would both accept ``messages``.
+
+    System messages first (systems alone are the spec's overflow result);
+    then a user message; every tool result answers a call made earlier in
+    the list, and a call's results follow it before anything else.
+    """
+    if not messages:
+        raise InvalidConversation("empty")
+    kinds = message_kinds(messages)
+    rest = list(messages)
+    while kinds and kinds[0] == PINNED:
+        kinds.pop(0)
+        rest.pop(0)
+    if not rest:
+        return
+    if kinds[0] != START:
+        raise InvalidConversation(f"starts with {type(rest[0]).__name__}")
+    pending: set[str] = set()
+    for i, (m, kind) in enumerate(zip(rest, kinds, strict=True)):
+        if kind == PINNED:
+            raise InvalidConversation("system message after the start")
+        if isinstance(m, ToolMessage):
+            if m.tool_call_id not in pending:
+                raise InvalidConversation(f"orphan tool result {m.tool_call_id}")
+            pending.discard(m.tool_call_id)
+        elif pending:
+            raise InvalidConversation(f"tool calls {pending} cut before message {i}")
+        if isinstance(m, AIMessage):
+            pending = {c["id"] for c in m.tool_calls if c["id"]}

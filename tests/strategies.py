@@ -32,6 +32,7 @@ __all__ = [
     "chat_messages",
     "content_blocks",
     "contents",
+    "conversations",
     "function_messages",
     "human_messages",
     "image_blocks",
@@ -402,3 +403,67 @@ def messages() -> st.SearchStrategy[BaseMessage]:
 def message_lists(*, max_size: int = 8) -> st.SearchStrategy[list[BaseMessage]]:
     """Lists of messages of any kind, in any order."""
     return st.lists(messages(), max_size=max_size)
+
+
+# --- whole conversations ------------------------------------------------------------
+
+
+def _user(content: Any, flavour: int) -> BaseMessage:
+    if flavour == 0:
+        return HumanMessage(content=content)
+    if flavour == 1:
+        return HumanMessageChunk(content=content)
+    return ChatMessage(content=content, role="user" if flavour == 2 else "human")
+
+
+def _system(content: Any, flavour: int) -> BaseMessage:
+    if flavour == 0:
+        return SystemMessage(content=content)
+    if flavour == 1:
+        return SystemMessage(content=content, additional_kwargs={"__openai_role__": "developer"})
+    return ChatMessage(content=content, role="system" if flavour == 2 else "developer")
+
+
+@st.composite
+def _step(draw: st.DrawFn, turn: int, step: int) -> list[BaseMessage]:
+    """One assistant step: a reply, or parallel tool calls and all their results."""
+    text = draw(texts(max_size=20))
+    calls = draw(st.integers(0, 3))
+    if not calls:
+        cls = draw(st.sampled_from([AIMessage, AIMessageChunk]))
+        if draw(st.booleans()):
+            return [ChatMessage(content=text, role=draw(st.sampled_from(["assistant", "ai"])))]
+        return [cls(content=text)]
+    ids = [draw(st.text(min_size=1, max_size=8)) + f"#{turn}.{step}.{k}" for k in range(calls)]
+    requested = [
+        tool_call(name=draw(_TOOL_NAMES), args=draw(json_values().map(_as_args)), id=i) for i in ids
+    ]
+    cls = draw(st.sampled_from([AIMessage, AIMessageChunk]))
+    ai = cls(content=text, tool_calls=requested)
+    order = draw(st.permutations(ids))
+    results = [ToolMessage(content=draw(texts(max_size=60)), tool_call_id=i) for i in order]
+    return [ai, *results]
+
+
+_TOOL_NAMES = st.sampled_from(["search", "get_weather", "book_flight", "run_sql", "x"])
+
+
+def _as_args(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {"value": value}
+
+
+@st.composite
+def conversations(draw: st.DrawFn, max_turns: int = 8) -> list[BaseMessage]:
+    """Conversations OpenAI and Anthropic accept: system messages first, then
+    turns that start with a user message, every tool call answered by its
+    results (parallel calls, results in any order), chunks and ChatMessage
+    roles mixed in."""
+    flavours = st.integers(0, 3)
+    # Plain text or text blocks: cheap to draw, so many conversations fit in a run.
+    content = st.one_of(texts(), st.lists(texts().map(lambda t: {"type": "text", "text": t})))
+    history = [_system(draw(content), draw(flavours)) for _ in range(draw(st.integers(0, 2)))]
+    for turn in range(draw(st.integers(1, max_turns))):
+        history.append(_user(draw(content), draw(flavours)))
+        for step in range(draw(st.integers(0, 3))):
+            history += draw(_step(turn, step))
+    return history

@@ -27,42 +27,8 @@ from langchain_turntrim import (
     per_list,
     per_message,
 )
-from tests.lc import LENGTH, content_length, message_histories
+from tests.lc import LENGTH, check_conversation, content_length, message_histories
 from tests.reference import reference_trim
-
-
-class InvalidConversation(AssertionError):
-    pass
-
-
-def check_conversation(messages: Sequence[BaseMessage]) -> None:
-    """What a strict provider count endpoint accepts, and nothing else.
-
-    System messages first; then a user message; every tool result answers a
-    call made earlier in the list; no call left without its results unless it
-    is the last message; never empty, never a lone AI or tool message.
-    """
-    if not messages:
-        raise InvalidConversation("empty")
-    rest = list(messages)
-    while rest and isinstance(rest[0], SystemMessage):
-        rest.pop(0)
-    if not rest:
-        return  # systems alone: only sent when the history has no turn
-    if not isinstance(rest[0], HumanMessage):
-        raise InvalidConversation(f"starts with {type(rest[0]).__name__}")
-    pending: set[str] = set()
-    for i, m in enumerate(rest):
-        if isinstance(m, SystemMessage):
-            raise InvalidConversation("system message after the start")
-        if isinstance(m, ToolMessage):
-            if m.tool_call_id not in pending:
-                raise InvalidConversation(f"orphan tool result {m.tool_call_id}")
-            pending.discard(m.tool_call_id)
-        elif pending:
-            raise InvalidConversation(f"tool calls {pending} cut before message {i}")
-        if isinstance(m, AIMessage):
-            pending = {c["id"] for c in m.tool_calls if c["id"]}
 
 
 class StrictModel:
