@@ -317,6 +317,8 @@ def _parse(text: str, source: str) -> Transcript:
         raise InputError(msg)
     try:
         data = json.loads(text)
+    except RecursionError as error:
+        raise _too_deep(source) from error
     except json.JSONDecodeError as error:
         if error.msg == "Extra data" and _is_json_object(text.lstrip().split("\n", 1)[0]):
             return _parse_jsonl(text, source)
@@ -335,7 +337,7 @@ def _parse(text: str, source: str) -> Transcript:
 def _is_json_object(line: str) -> bool:
     try:
         return isinstance(json.loads(line), dict)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return False
 
 
@@ -363,10 +365,16 @@ def _parse_jsonl(text: str, source: str) -> Transcript:
             continue
         try:
             messages.append(decode(line))
+        except RecursionError as error:
+            raise _too_deep(f"{source} line {number}") from error
         except json.JSONDecodeError as error:
             raise _json_error(source, error.msg, number, error.colno) from error
         lines.append(number)
     return Transcript(source, "jsonl", messages, lines=lines)
+
+
+def _too_deep(where: str) -> InputError:
+    return InputError(f"{where}: JSON nested too deeply to read")
 
 
 def _json_error(source: str, reason: str, line: int, column: int) -> InputError:

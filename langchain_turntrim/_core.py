@@ -116,15 +116,16 @@ class TrimPlan:
         return tuple(i for i in self.pinned if i < self.keep_from)
 
 
-def check_max_tokens(max_tokens: object) -> int:
-    """Return ``max_tokens`` if it is a non-negative int, else raise."""
-    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool):
-        msg = f"max_tokens must be an int, got {type(max_tokens).__name__} {max_tokens!r}"
+def check_max_tokens(value: object, name: str = "max_tokens") -> int:
+    """Return ``value`` if it is a non-negative int (not a bool), else raise
+    ``TypeError``/``ValueError`` naming it ``name``."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        msg = f"{name} must be an int, got {type(value).__name__} {value!r}"
         raise TypeError(msg)
-    if max_tokens < 0:
-        msg = f"max_tokens must be >= 0, got {max_tokens}"
+    if value < 0:
+        msg = f"{name} must be >= 0, got {value}"
         raise ValueError(msg)
-    return max_tokens
+    return value
 
 
 def plan_costs(

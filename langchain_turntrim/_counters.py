@@ -27,7 +27,9 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
+from langchain_turntrim._core import check_max_tokens
 from langchain_turntrim._deep import deep_repr, safe_repr
+from langchain_turntrim._messages import check_messages
 from langchain_turntrim._protocol import TokenCounter
 
 __all__ = [
@@ -157,6 +159,7 @@ class CachedCounter:
         self._cache.clear()
 
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+        check_messages(messages)
         keys = [message_key(m) for m in messages]
         counts = self._cache.get_many(keys)
         missing = [i for i, count in enumerate(counts) if count is None]
@@ -170,7 +173,7 @@ class CachedCounter:
             )
             raise ValueError(msg)
         for i, value in zip(missing, fresh, strict=True):
-            counts[i] = _check_count(value, f"{type(self.counter).__name__}.count_each")
+            counts[i] = value
         self._cache.put_many([(keys[i], counts[i]) for i in missing])  # type: ignore[misc]
         return counts  # type: ignore[return-value]
 
@@ -189,6 +192,7 @@ class ApproximateCounter:
     overhead: Final = 0
 
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+        check_messages(messages)
         return [_approximate(m) for m in messages]
 
     def __repr__(self) -> str:
@@ -222,8 +226,8 @@ class _MessageFunctionCounter:
         self.function = function
 
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
-        fn = self.function
-        return [_check_count(fn(m), f"token counter {fn!r}") for m in messages]
+        check_messages(messages)
+        return list(map(self.function, messages))
 
     def __repr__(self) -> str:
         return f"per_message({self.function!r})"
@@ -330,6 +334,7 @@ def resolve_counter(token_counter: object, cache_size: int = DEFAULT_CACHE_SIZE)
     if isinstance(counter, (CachedCounter, WholeListCounter)):
         return counter
     if isinstance(counter, TokenCounter):
+        check_max_tokens(counter.overhead, f"{type(counter).__name__}.overhead")
         return CachedCounter(counter, cache_size) if cache_size else counter
     if hasattr(counter, "get_num_tokens_from_messages"):
         exact = _local_counter_for_model(counter)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from langchain_core.messages import (
@@ -20,7 +20,7 @@ from langchain_core.prompt_values import PromptValue
 
 from langchain_turntrim._core import CONTINUE, PINNED, START
 
-__all__ = ["CHAT_ROLE_KINDS", "describe", "message_kinds", "to_messages"]
+__all__ = ["CHAT_ROLE_KINDS", "check_messages", "describe", "message_kinds", "to_messages"]
 
 #: How a ``ChatMessage`` is treated, by its ``role``.
 CHAT_ROLE_KINDS: Final = {
@@ -47,8 +47,8 @@ _KIND_BY_TYPE: dict[type[BaseMessage], int] = dict(_CLASS_KINDS)
 
 
 def describe(index: int, message: object) -> str:
-    """``messages[3] (id 'abc')``: how errors name a message."""
-    ident = getattr(message, "id", None)
+    """``messages[3] (id 'abc')``: how errors name a message (or a message-like dict)."""
+    ident = message.get("id") if isinstance(message, Mapping) else getattr(message, "id", None)
     return f"messages[{index}]" + (f" (id {ident!r})" if ident is not None else "")
 
 
@@ -78,9 +78,19 @@ def _convert_one(index: int, item: Any) -> BaseMessage:
     try:
         return convert_to_messages([item])[0]
     except (TypeError, ValueError, NotImplementedError, KeyError) as error:
-        where = describe(index, item if isinstance(item, BaseMessage) else None)
-        msg = f"{where} is not a message ({type(item).__name__} {item!r:.80}): {error}"
+        what = f"{type(item).__name__} {item!r:.80}"
+        msg = f"{describe(index, item)} is not a message ({what}): {error}"
         raise TypeError(msg) from error
+
+
+def check_messages(messages: Sequence[object]) -> None:
+    """Raise ``TypeError`` naming the first item that is not a ``BaseMessage``."""
+    if all(issubclass(t, BaseMessage) for t in set(map(type, messages))):
+        return
+    for i, item in enumerate(messages):
+        if not isinstance(item, BaseMessage):
+            msg = f"{describe(i, item)} is not a BaseMessage: {type(item).__name__} {item!r:.80}"
+            raise TypeError(msg)
 
 
 def message_kinds(messages: Sequence[BaseMessage]) -> list[int]:

@@ -31,7 +31,7 @@ from langchain_core.runnables.config import run_in_executor
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from langchain_turntrim._core import START, TrimPlan
+from langchain_turntrim._core import PINNED, START, TrimPlan
 from langchain_turntrim._counters import (
     DEFAULT_CACHE_SIZE,
     ApproximateCounter,
@@ -109,13 +109,12 @@ def _system_message(request: ModelRequest[Any]) -> SystemMessage | None:
     return cast("SystemMessage", system)
 
 
-def _newest_start(messages: Sequence[BaseMessage]) -> int:
-    """Index of the newest user message (``len(messages)`` if there is none)."""
-    kinds = message_kinds(messages)
+def _newest_start(kinds: Sequence[int]) -> int:
+    """Index of the newest user message (``len(kinds)`` if there is none)."""
     for i in range(len(kinds) - 1, -1, -1):
         if kinds[i] == START:
             return i
-    return len(messages)
+    return len(kinds)
 
 
 class TurnTrimMiddleware(_Base):
@@ -239,7 +238,9 @@ class TurnTrimMiddleware(_Base):
 
     # -- the plan ------------------------------------------------------------
 
-    def _plan(self, messages: Sequence[BaseMessage], reserved: int) -> TrimPlan:
+    def _plan(
+        self, messages: Sequence[BaseMessage], kinds: Sequence[int], reserved: int
+    ) -> TrimPlan:
         """The trimmer's plan for ``messages`` with ``reserved`` tokens spent first.
 
         ``reserved`` (the tools) is a per-request constant: it is added to
@@ -248,7 +249,7 @@ class TurnTrimMiddleware(_Base):
         """
         budget = self._trimmer.max_tokens
         counter = self._trimmer.counter
-        plan = plan_messages(messages, message_kinds(messages), counter, max(budget - reserved, 0))
+        plan = plan_messages(messages, kinds, counter, max(budget - reserved, 0))
         if not reserved:
             return plan
         return dataclasses.replace(
@@ -276,12 +277,14 @@ class TurnTrimMiddleware(_Base):
     def _trim(self, request: ModelRequest[Any]) -> tuple[ModelRequest[Any], TrimReport, int]:
         system = _system_message(request)
         messages: list[BaseMessage] = list(request.messages)
-        planned = [system, *messages] if system is not None else messages
+        kinds = message_kinds(messages)  # errors name the index in request.messages
+        if system is not None:
+            messages, kinds = [system, *messages], [PINNED, *kinds]
         tools = tool_tokens(self._trimmer.counter, request.tools)
-        plan = self._plan(planned, tools)
+        plan = self._plan(messages, kinds, tools)
         check_overflow(plan, self._trimmer.on_overflow)
-        kept = plan.select(planned)
-        report = TrimReport(kept=kept, dropped=[planned[i] for i in plan.dropped], plan=plan)
+        kept = plan.select(messages)
+        report = TrimReport(kept=kept, dropped=[messages[i] for i in plan.dropped], plan=plan)
         if not report.dropped:
             return request, report, tools
         if system is not None:
@@ -301,8 +304,12 @@ class TurnTrimMiddleware(_Base):
     def _state_update(
         self, messages: Sequence[BaseMessage]
     ) -> tuple[dict[str, Any] | None, TrimPlan]:
-        plan = self._plan(messages, 0)
-        newest = _newest_start(messages)
+        if not isinstance(messages, Sequence):
+            msg = f"state messages must be a sequence of messages, got {type(messages).__name__}"
+            raise TypeError(msg)
+        kinds = message_kinds(messages)
+        plan = self._plan(messages, kinds, 0)
+        newest = _newest_start(kinds)
         doomed = [(i, messages[i]) for i in plan.dropped if i < newest]
         return ({"messages": remove_messages(doomed)} if doomed else None), plan
 

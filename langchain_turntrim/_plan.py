@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from langchain_core.messages import BaseMessage
 
 from langchain_turntrim._core import PINNED, START, TrimPlan, plan_costs
-from langchain_turntrim._counters import Counter, WholeListCounter
+from langchain_turntrim._counters import CachedCounter, Counter, WholeListCounter
+from langchain_turntrim._messages import describe
 
 __all__ = ["plan_messages"]
 
@@ -22,7 +23,27 @@ def plan_messages(
     """The spec's plan, with every count taken from ``counter``."""
     if isinstance(counter, WholeListCounter):
         return _plan_whole_lists(messages, kinds, counter, max_tokens)
-    return plan_costs(kinds, counter.count_each(messages), max_tokens, counter.overhead)
+    costs = _checked(counter.count_each(messages), messages, counter)
+    return plan_costs(kinds, costs, max_tokens, counter.overhead)
+
+
+def _checked(counts: list[int], messages: Sequence[BaseMessage], counter: object) -> list[int]:
+    """``counts`` if it holds one non-negative int per message; else raise naming the message."""
+    inner = counter.counter if isinstance(counter, CachedCounter) else counter
+    if len(counts) != len(messages):
+        msg = f"{inner!r} returned {len(counts)} counts for {len(messages)} messages"
+        raise ValueError(msg)
+    if not counts or (set(map(type, counts)) == {int} and min(counts) >= 0):
+        return counts
+    for i, count in enumerate(counts):
+        where = describe(i, messages[i])
+        if not isinstance(count, int) or isinstance(count, bool):
+            msg = f"{inner!r} counted {where} as {type(count).__name__} {count!r}, expected an int"
+            raise TypeError(msg)
+        if count < 0:
+            msg = f"{inner!r} counted {where} as {count}, expected a count >= 0"
+            raise ValueError(msg)
+    return counts
 
 
 def _plan_whole_lists(

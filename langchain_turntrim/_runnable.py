@@ -142,6 +142,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         **kwargs: Any,
     ) -> None:
         check_max_tokens(max_tokens)
+        check_max_tokens(cache_size, "cache_size")
         _check_on_overflow(on_overflow)
         counter = resolve_counter(token_counter, cache_size)
         fields: dict[str, Any] = {
@@ -249,7 +250,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
 
 def model_budget(chat_model: Any, reserve_tokens: int) -> int:
     """``chat_model.profile["max_input_tokens"] - reserve_tokens``, checked."""
-    check_max_tokens(reserve_tokens)
+    check_max_tokens(reserve_tokens, "reserve_tokens")
     profile = getattr(chat_model, "profile", None)
     limit = profile.get("max_input_tokens") if isinstance(profile, dict) else None
     if not isinstance(limit, int) or isinstance(limit, bool):

@@ -26,6 +26,7 @@ from langchain_core.messages import (
 )
 
 from langchain_turntrim._deep import deep_repr
+from langchain_turntrim._messages import check_messages
 
 __all__ = ["EncodingUnavailableError", "TiktokenCounter"]
 
@@ -238,6 +239,7 @@ class TiktokenCounter:
 
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
         """The tokens of each message, in order (one int per message)."""
+        check_messages(messages)
         return list(map(self._message, messages))
 
     # Counting mirrors _convert_message_to_dict + get_num_tokens_from_messages.

@@ -297,7 +297,7 @@ def test_int_subclass_tokens_are_accepted() -> None:
     class Tokens(int):
         pass
 
-    msgs = [rec("u1", "user", Tokens(3))]
+    msgs = [rec("u1", "user", Tokens(3)), rec("a1", "assistant", Tokens(0))]
     assert plan_trim(msgs, 3).tokens_after == 3
 
 

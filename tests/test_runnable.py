@@ -184,6 +184,47 @@ def test_bad_input(call: Any, history: Any, error: type[Exception], fragment: st
     assert fragment in str(info.value)
 
 
+def test_error_messages_in_full() -> None:
+    class Custom(BaseMessage):
+        type: str = "custom"
+
+    trimmer = TurnTrimmer(max_tokens=100)
+    cases = [
+        (
+            [HumanMessage("hi"), RemoveMessage(id="r1")],
+            "messages[1] (id 'r1') is a RemoveMessage: it is a state update for "
+            "LangGraph's add_messages, not part of a conversation to trim",
+        ),
+        (
+            [Custom("x", id="c0")],
+            "messages[0] (id 'c0'): unsupported message type Custom",
+        ),
+        (
+            [HumanMessage("hi"), ChatMessage("x", role="robot")],
+            "messages[1]: unknown ChatMessage role 'robot'; accepted roles are 'system', "
+            "'developer', 'user', 'human', 'assistant', 'ai', 'tool', 'function'",
+        ),
+    ]
+    for history, message in cases:
+        with pytest.raises((TypeError, ValueError)) as info:
+            trimmer.invoke(history)
+        assert str(info.value) == message
+
+    # A subclass is recognised by its base class, then remembered by type.
+    class Shout(HumanMessage):
+        pass
+
+    for _ in range(2):
+        assert ids(trimmer.invoke([AIMessage("x", id="o"), Shout("hey", id="s")])) == ["s"]
+
+
+def test_orphans_count_in_tokens_before() -> None:
+    history = [AIMessage("o" * 7, id="o1"), AIMessage("o" * 5, id="o2"), *HISTORY]
+    report = TurnTrimmer(max_tokens=100, token_counter=LENGTH).trim_with_report(history)
+    assert report.tokens_before == 130 + 12
+    assert ids(report.dropped) == ["o1", "o2", "u1", "a1"]
+
+
 # --- configuration --------------------------------------------------------------------
 
 
@@ -201,7 +242,7 @@ def test_bad_input(call: Any, history: Any, error: type[Exception], fragment: st
         ({"max_tokens": 10, "token_counter": 42}, TypeError, "token_counter must be"),
         ({"max_tokens": 10, "token_counter": None}, TypeError, "got NoneType"),
         ({"max_tokens": 10, "on_overflow": "truncate"}, ValueError, "on_overflow must be"),
-        ({"max_tokens": 10, "cache_size": -1}, ValueError, "cache size must be an int >= 0"),
+        ({"max_tokens": 10, "cache_size": -1}, ValueError, "cache_size must be >= 0, got -1"),
     ],
 )
 def test_configuration_errors_raise_at_construction(
@@ -339,7 +380,7 @@ def test_for_model_openai_uses_tiktoken(tiktoken_cache: Any) -> None:
         (None, 0, ValueError, "has no profile['max_input_tokens']"),
         ({}, 0, ValueError, "has no profile['max_input_tokens']"),
         ({"max_input_tokens": 100}, 101, ValueError, "reserve_tokens (101) exceeds"),
-        ({"max_input_tokens": 100}, -1, ValueError, "max_tokens must be >= 0"),
+        ({"max_input_tokens": 100}, -1, ValueError, "reserve_tokens must be >= 0, got -1"),
     ],
 )
 def test_for_model_errors(

@@ -1,0 +1,974 @@
+"""Bad input at every public entry point: the exact error, naming the message, and nothing else.
+
+One table enumerates bad inputs across ``trim_history``, ``TurnTrimmer`` (its
+constructor, ``for_model`` and every way to call it), ``trim_turns``, the
+counters, ``TiktokenCounter``, ``removals``/``trim_update``,
+``TurnTrimMiddleware`` and the ``turntrim`` command. Each case names the exact
+exception type (exit status 2 for the command) and a fragment of the message;
+a message-level error names the message's index and id. Every history passed
+is deep-snapshotted first and must be unchanged afterwards, and no call may
+return anything: nothing partial is ever returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents.middleware import ModelRequest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+)
+
+from langchain_turntrim import (
+    ApproximateCounter,
+    CachedCounter,
+    TiktokenCounter,
+    TurnTrimmer,
+    TurnTrimMiddleware,
+    per_list,
+    per_message,
+    removals,
+    trim_history,
+    trim_turns,
+    trim_update,
+)
+from langchain_turntrim._cli import main
+
+#: The expected outcome of a command-line case: exit status 2.
+EXIT_2 = 2
+
+
+def rec(ident: str, role: Any, tokens: Any) -> dict[str, Any]:
+    return {"id": ident, "role": role, "tokens": tokens}
+
+
+# -- histories: a good prefix, then the bad message LAST, at index 2 ----------------------
+
+#: Records for ``trim_history``; the bad record is appended at index 2 with id 'x2'.
+RECORDS = [rec("s0", "system", 5), rec("u1", "user", 5)]
+
+
+def records(bad: Any) -> list[Any]:
+    return [*copy.deepcopy(RECORDS), bad]
+
+
+def messages(bad: Any) -> list[Any]:
+    """A system message and a user message, then ``bad`` at index 2."""
+    return [SystemMessage("be brief", id="s0"), HumanMessage("hi", id="u1"), bad]
+
+
+def good_messages() -> list[BaseMessage]:
+    return messages(AIMessage("hello", id="a2"))
+
+
+BAD_CHAT = ChatMessage("x", role="User", id="c2")
+# An old turn without an id, dropped by a small budget.
+NO_ID = [HumanMessage("q" * 400, id="u0"), AIMessage("a" * 400), HumanMessage("now", id="u2")]
+
+
+# -- counters that misbehave on the message with id 'a2' ----------------------------------
+
+
+class BadCounter:
+    """A ``TokenCounter`` answering ``bad`` for the message with id 'a2'."""
+
+    overhead = 0
+
+    def __init__(self, bad: Any, *, drop_one: bool = False) -> None:
+        self.bad = bad
+        self.drop_one = drop_one
+
+    def count_each(self, messages: Sequence[BaseMessage]) -> list[Any]:
+        counts = [self.bad if m.id == "a2" else 1 for m in messages]
+        return counts[:-1] if self.drop_one else counts
+
+    def __repr__(self) -> str:
+        return "BadCounter()"
+
+
+def minus_one_for_a2(message: BaseMessage) -> int:
+    return -1 if message.id == "a2" else 1
+
+
+def counter_case(counter: Any, cache_size: int = 16) -> Callable[[Any], Any]:
+    def call(history: Any) -> Any:
+        return TurnTrimmer(max_tokens=100, token_counter=counter, cache_size=cache_size).invoke(
+            history
+        )
+
+    return call
+
+
+# -- models, requests ----------------------------------------------------------------------
+
+
+def fake_model(profile: dict[str, Any] | None = None) -> GenericFakeChatModel:
+    return GenericFakeChatModel(messages=iter([]), profile=profile)
+
+
+def request(history: list[Any], system: str | None = "be brief") -> ModelRequest[Any]:
+    return ModelRequest(
+        model=fake_model(),
+        messages=history,
+        system_message=SystemMessage(system) if system is not None else None,
+        tools=[],
+    )
+
+
+def never_called(trimmed: ModelRequest[Any]) -> Any:
+    pytest.fail("the model was called despite a bad message")
+
+
+async def anever_called(trimmed: ModelRequest[Any]) -> Any:
+    pytest.fail("the model was called despite a bad message")
+
+
+def arun(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
+
+
+# -- the command line ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cli:
+    """``turntrim ARGS`` on a file ``chat.json`` holding the case's history as JSON.
+
+    ``text`` replaces the JSON of the history; ``missing`` names a file that
+    does not exist. ``{file}`` in ``args`` is replaced by the file's path.
+    """
+
+    args: tuple[str, ...]
+    text: str | None = None
+    missing: bool = False
+
+
+def cli(*args: str, text: str | None = None, missing: bool = False) -> Cli:
+    return Cli(("trim", "{file}", *args), text, missing)
+
+
+# -- the table ------------------------------------------------------------------------------
+
+
+def p(call: Any, history: Any, expected: Any, fragment: str, id: str) -> Any:
+    return pytest.param(call, history, expected, fragment, id=id)
+
+
+def _max_tokens_cases() -> list[Any]:
+    """Each bad budget, at each entry point that takes one."""
+    bad = [
+        ("negative", -1, ValueError, "max_tokens must be >= 0, got -1"),
+        ("float", 1.5, TypeError, "max_tokens must be an int, got float 1.5"),
+        ("bool", True, TypeError, "max_tokens must be an int, got bool True"),
+        ("None", None, TypeError, "max_tokens must be an int, got NoneType None"),
+        ("str", "100", TypeError, "max_tokens must be an int, got str '100'"),
+    ]
+    cases = []
+    for name, budget, error, fragment in bad:
+        cases += [
+            p(
+                lambda h, b=budget: trim_history(h, b),
+                records(rec("a2", "assistant", 5)),
+                error,
+                fragment,
+                f"trim_history-max_tokens-{name}",
+            ),
+            p(
+                lambda h, b=budget: TurnTrimmer(max_tokens=b),
+                None,
+                error,
+                fragment,
+                f"TurnTrimmer-max_tokens-{name}",
+            ),
+            p(
+                lambda h, b=budget: trim_turns(h, max_tokens=b, token_counter="approximate"),
+                good_messages(),
+                error,
+                fragment,
+                f"trim_turns-max_tokens-{name}",
+            ),
+            p(
+                lambda h, b=budget: TurnTrimMiddleware(max_tokens=b),
+                None,
+                error,
+                fragment,
+                f"TurnTrimMiddleware-max_tokens-{name}",
+            ),
+        ]
+    return cases
+
+
+CASES = [
+    # -- trim_history: the container ----------------------------------------------------
+    p(
+        lambda h: trim_history(h, 10),
+        None,
+        TypeError,
+        "messages must be a sequence of mappings, got NoneType",
+        "trim_history-None",
+    ),
+    p(
+        lambda h: trim_history(h, 10),
+        "user: hi",
+        TypeError,
+        "messages must be a sequence of mappings, got str",
+        "trim_history-str",
+    ),
+    p(
+        lambda h: trim_history(h, 10),
+        rec("u1", "user", 5),
+        TypeError,
+        "messages must be a sequence of mappings, got dict",
+        "trim_history-a-single-record",
+    ),
+    # -- trim_history: the records -------------------------------------------------------
+    p(
+        lambda h: trim_history(h, 10),
+        records(["user", 5]),
+        TypeError,
+        "messages[2] must be a mapping, got list",
+        "trim_history-record-not-a-mapping",
+    ),
+    p(
+        lambda h: trim_history(h, 10),
+        records({"id": "x2", "tokens": 5}),
+        ValueError,
+        "messages[2] (id 'x2') has no 'role' field",
+        "trim_history-missing-role",
+    ),
+    p(
+        lambda h: trim_history(h, 10),
+        records({"id": "x2", "role": "assistant"}),
+        ValueError,
+        "messages[2] (id 'x2') has no 'tokens' field",
+        "trim_history-missing-tokens",
+    ),
+    p(
+        lambda h: trim_history(h, 10),
+        records(rec("x2", "User", 5)),
+        ValueError,
+        "messages[2] (id 'x2'): unknown 'role' 'User'",
+        "trim_history-role-typo",
+    ),
+    p(
+        lambda h: trim_history(h, 10),
+        records(rec("x2", None, 5)),
+        TypeError,
+        "messages[2] (id 'x2'): 'role' must be a str, got NoneType",
+        "trim_history-role-None",
+    ),
+    p(
+        lambda h: trim_history(h, 10),
+        records(rec("x2", ["user"], 5)),
+        TypeError,
+        "messages[2] (id 'x2'): 'role' must be a str, got list",
+        "trim_history-role-unhashable",
+    ),
+    p(
+        lambda h: trim_history(h, 10),
+        records(rec("x2", "assistant", True)),
+        TypeError,
+        "messages[2] (id 'x2'): 'tokens' must be an int, got bool True",
+        "trim_history-tokens-bool",
+    ),
+    p(
+        lambda h: trim_history(h, 10),
+        records(rec("x2", "assistant", 2.0)),
+        TypeError,
+        "messages[2] (id 'x2'): 'tokens' must be an int, got float 2.0",
+        "trim_history-tokens-float",
+    ),
+    p(
+        lambda h: trim_history(h, 10),
+        records(rec("x2", "assistant", "2")),
+        TypeError,
+        "messages[2] (id 'x2'): 'tokens' must be an int, got str '2'",
+        "trim_history-tokens-str",
+    ),
+    p(
+        lambda h: trim_history(h, 10),
+        records(rec("x2", "assistant", None)),
+        TypeError,
+        "messages[2] (id 'x2'): 'tokens' must be an int, got NoneType None",
+        "trim_history-tokens-None",
+    ),
+    p(
+        lambda h: trim_history(h, 10),
+        records(rec("x2", "assistant", -3)),
+        ValueError,
+        "messages[2] (id 'x2'): 'tokens' must be >= 0, got -3",
+        "trim_history-tokens-negative",
+    ),
+    # -- bad budgets everywhere ------------------------------------------------------------
+    *_max_tokens_cases(),
+    # -- the TurnTrimmer constructor -----------------------------------------------------
+    p(
+        lambda h: TurnTrimmer(max_tokens=10, token_counter="exact"),
+        None,
+        ValueError,
+        "unknown token_counter shortcut 'exact'",
+        "TurnTrimmer-unknown-counter-shortcut",
+    ),
+    p(
+        lambda h: TurnTrimmer(max_tokens=10, token_counter=42),
+        None,
+        TypeError,
+        "token_counter must be 'approximate', a TokenCounter",
+        "TurnTrimmer-non-counter-object",
+    ),
+    p(
+        lambda h: TurnTrimmer(max_tokens=10, on_overflow="truncate"),
+        None,
+        ValueError,
+        "on_overflow must be 'drop' or 'raise', got 'truncate'",
+        "TurnTrimmer-bad-on_overflow",
+    ),
+    p(
+        lambda h: TurnTrimmer(max_tokens=10, cache_size=-1),
+        None,
+        ValueError,
+        "got -1",
+        "TurnTrimmer-cache_size-negative",
+    ),
+    p(
+        lambda h: TurnTrimmer(max_tokens=10, cache_size=1.5),
+        None,
+        TypeError,
+        "cache_size must be an int, got float 1.5",
+        "TurnTrimmer-cache_size-float",
+    ),
+    p(
+        lambda h: TurnTrimmer(max_tokens=10, cache_size=None),
+        None,
+        TypeError,
+        "got None",
+        "TurnTrimmer-cache_size-None",
+    ),
+    p(
+        lambda h: TurnTrimmer(max_tokens=10, cache_size=False),
+        None,
+        TypeError,
+        "cache_size must be an int, got bool False",
+        "TurnTrimmer-cache_size-bool",
+    ),
+    # -- TurnTrimmer calls ---------------------------------------------------------------
+    p(
+        lambda h: TurnTrimmer(max_tokens=100).invoke(h),
+        None,
+        TypeError,
+        "expected a sequence of messages or a PromptValue, got NoneType",
+        "invoke-None",
+    ),
+    p(
+        lambda h: TurnTrimmer(max_tokens=100).invoke(h),
+        "hi there",
+        TypeError,
+        "expected a sequence of messages or a PromptValue, got str",
+        "invoke-str",
+    ),
+    p(
+        lambda h: TurnTrimmer(max_tokens=100).invoke(h),
+        messages(BAD_CHAT),
+        ValueError,
+        "messages[2] (id 'c2'): unknown ChatMessage role 'User'",
+        "invoke-ChatMessage-unknown-role",
+    ),
+    p(
+        lambda h: arun(TurnTrimmer(max_tokens=100).ainvoke(h)),
+        messages(ChatMessage("x", role="robot", id="c2")),
+        ValueError,
+        "messages[2] (id 'c2'): unknown ChatMessage role 'robot'",
+        "ainvoke-ChatMessage-unknown-role",
+    ),
+    p(
+        lambda h: TurnTrimmer(max_tokens=100).invoke(h),
+        messages(RemoveMessage(id="r2")),
+        TypeError,
+        "messages[2] (id 'r2') is a RemoveMessage",
+        "invoke-RemoveMessage",
+    ),
+    p(
+        lambda h: TurnTrimmer(max_tokens=100).trim(h),
+        messages(42),
+        TypeError,
+        "messages[2] is not a message (int 42)",
+        "trim-non-message",
+    ),
+    p(
+        lambda h: TurnTrimmer(max_tokens=100).trim_with_report(h),
+        messages({"role": "User", "content": "x", "id": "d2"}),
+        TypeError,
+        "messages[2] (id 'd2') is not a message",
+        "trim_with_report-dict-with-unknown-role",
+    ),
+    p(
+        lambda h: TurnTrimmer(max_tokens=100).batch([good_messages(), h]),
+        messages({"role": "user", "content": 42, "id": "d2"}),
+        TypeError,
+        "messages[2] (id 'd2') is not a message",
+        "batch-dict-with-bad-content",
+    ),
+    # -- counters -------------------------------------------------------------------------
+    p(
+        counter_case(BadCounter(-1)),
+        good_messages(),
+        ValueError,
+        "messages[2] (id 'a2')",
+        "counter-negative",
+    ),
+    p(
+        counter_case(BadCounter(1.5)),
+        good_messages(),
+        TypeError,
+        "messages[2] (id 'a2')",
+        "counter-non-int",
+    ),
+    p(
+        counter_case(BadCounter(1, drop_one=True)),
+        good_messages(),
+        ValueError,
+        "returned 2 counts for 3 messages",
+        "counter-wrong-length",
+    ),
+    p(
+        counter_case(BadCounter(-1), cache_size=0),
+        good_messages(),
+        ValueError,
+        "messages[2] (id 'a2')",
+        "counter-negative-uncached",
+    ),
+    p(
+        counter_case(BadCounter(1.5), cache_size=0),
+        good_messages(),
+        TypeError,
+        "messages[2] (id 'a2')",
+        "counter-non-int-uncached",
+    ),
+    p(
+        counter_case(BadCounter(1, drop_one=True), cache_size=0),
+        good_messages(),
+        ValueError,
+        "returned 2 counts for 3 messages",
+        "counter-wrong-length-uncached",
+    ),
+    p(
+        counter_case(per_message(minus_one_for_a2)),
+        good_messages(),
+        ValueError,
+        "messages[2] (id 'a2')",
+        "per_message-function-negative",
+    ),
+    p(
+        counter_case(per_list(lambda ms: -1)),
+        good_messages(),
+        ValueError,
+        "returned -1, expected a count >= 0",
+        "per_list-function-negative",
+    ),
+    p(
+        counter_case(per_list(lambda ms: "7")),
+        good_messages(),
+        TypeError,
+        "returned str '7', expected an int",
+        "per_list-function-non-int",
+    ),
+    p(
+        lambda h: per_message(42),
+        None,
+        TypeError,
+        "per_message needs a callable, got int",
+        "per_message-non-callable",
+    ),
+    p(
+        lambda h: per_list("len"),
+        None,
+        TypeError,
+        "needs a callable, got str",
+        "per_list-non-callable",
+    ),
+    p(
+        lambda h: CachedCounter(len),
+        None,
+        TypeError,
+        "CachedCounter wraps a TokenCounter, got builtin_function_or_method",
+        "CachedCounter-non-counter",
+    ),
+    p(
+        lambda h: CachedCounter(ApproximateCounter(), -5),
+        None,
+        ValueError,
+        "got -5",
+        "CachedCounter-maxsize-negative",
+    ),
+    p(
+        lambda h: ApproximateCounter().count_each(h),
+        messages(42),
+        TypeError,
+        "messages[2]",
+        "ApproximateCounter-count_each-non-message",
+    ),
+    p(
+        lambda h: TiktokenCounter("gpt-4").count_each(h),
+        messages(42),
+        TypeError,
+        "messages[2]",
+        "TiktokenCounter-count_each-non-message",
+    ),
+    # -- TiktokenCounter ---------------------------------------------------------------------
+    p(
+        lambda h: TiktokenCounter("gpt-4", encoding="cl100k_base"),
+        None,
+        ValueError,
+        "pass either model or encoding to TiktokenCounter, not both",
+        "TiktokenCounter-model-and-encoding",
+    ),
+    p(
+        lambda h: TiktokenCounter(4),
+        None,
+        TypeError,
+        "model must be a str, got int",
+        "TiktokenCounter-model-not-str",
+    ),
+    p(
+        lambda h: TiktokenCounter(encoding=b"cl100k_base"),
+        None,
+        TypeError,
+        "encoding must be a str or a tiktoken.Encoding, got bytes",
+        "TiktokenCounter-encoding-wrong-type",
+    ),
+    p(
+        lambda h: TiktokenCounter(encoding="no_such_base"),
+        None,
+        ValueError,
+        "unknown tiktoken encoding 'no_such_base'",
+        "TiktokenCounter-unknown-encoding",
+    ),
+    p(
+        lambda h: TiktokenCounter(" "),
+        None,
+        ValueError,
+        "model must be a non-empty model name",
+        "TiktokenCounter-blank-model",
+    ),
+    # -- for_model ------------------------------------------------------------------------
+    p(
+        lambda h: TurnTrimmer.for_model(fake_model()),
+        None,
+        ValueError,
+        "GenericFakeChatModel has no profile['max_input_tokens']",
+        "TurnTrimmer.for_model-no-profile",
+    ),
+    p(
+        lambda h: TurnTrimmer.for_model(fake_model({"max_input_tokens": 100}), 101),
+        None,
+        ValueError,
+        "reserve_tokens (101) exceeds the model's max_input_tokens (100)",
+        "TurnTrimmer.for_model-reserve-too-large",
+    ),
+    p(
+        lambda h: TurnTrimmer.for_model(fake_model({"max_input_tokens": 100}), -1),
+        None,
+        ValueError,
+        "must be >= 0, got -1",
+        "TurnTrimmer.for_model-reserve-negative",
+    ),
+    p(
+        lambda h: TurnTrimMiddleware.for_model(fake_model({})),
+        None,
+        ValueError,
+        "GenericFakeChatModel has no profile['max_input_tokens']",
+        "TurnTrimMiddleware.for_model-no-profile",
+    ),
+    p(
+        lambda h: TurnTrimMiddleware.for_model(fake_model({"max_input_tokens": 100}), 500),
+        None,
+        ValueError,
+        "reserve_tokens (500) exceeds the model's max_input_tokens (100)",
+        "TurnTrimMiddleware.for_model-reserve-too-large",
+    ),
+    # -- trim_turns -----------------------------------------------------------------------
+    p(
+        lambda h: trim_turns(h, max_tokens=10, token_counter="approximate", strategy="first"),
+        good_messages(),
+        ValueError,
+        "trim_turns does not support strategy='first'",
+        "trim_turns-strategy-first",
+    ),
+    p(
+        lambda h: trim_turns(h, max_tokens=10, token_counter="approximate", allow_partial=True),
+        good_messages(),
+        ValueError,
+        "trim_turns does not support allow_partial=True",
+        "trim_turns-allow_partial",
+    ),
+    p(
+        lambda h: trim_turns(h, max_tokens=10, token_counter="approximate", include_system=False),
+        good_messages(),
+        ValueError,
+        "trim_turns does not support include_system=False",
+        "trim_turns-include_system-False",
+    ),
+    p(
+        lambda h: trim_turns(h, max_tokens=10, token_counter="approximate", start_on="ai"),
+        good_messages(),
+        ValueError,
+        "trim_turns does not support start_on='ai'",
+        "trim_turns-start_on-ai",
+    ),
+    p(
+        lambda h: trim_turns(h, max_tokens=10, token_counter="exact"),
+        good_messages(),
+        ValueError,
+        "unknown token_counter shortcut 'exact'",
+        "trim_turns-unknown-counter-shortcut",
+    ),
+    p(
+        lambda h: trim_turns(h, max_tokens=100, token_counter="approximate"),
+        messages(BAD_CHAT),
+        ValueError,
+        "messages[2] (id 'c2'): unknown ChatMessage role 'User'",
+        "trim_turns-ChatMessage-unknown-role",
+    ),
+    p(
+        lambda h: trim_turns(h, max_tokens=100, token_counter="approximate"),
+        messages({"role": "bot", "content": "x", "id": "d2"}),
+        TypeError,
+        "messages[2] (id 'd2') is not a message",
+        "trim_turns-dict-with-unknown-role",
+    ),
+    # -- removals / trim_update --------------------------------------------------------------
+    p(
+        lambda h: trim_update(h, TurnTrimmer(max_tokens=10)),
+        NO_ID,
+        ValueError,
+        "messages[1] is dropped but has no id",
+        "trim_update-dropped-without-id",
+    ),
+    p(
+        lambda h: removals(TurnTrimmer(max_tokens=10).trim_with_report(h)),
+        NO_ID,
+        ValueError,
+        "messages[1] is dropped but has no id",
+        "removals-dropped-without-id",
+    ),
+    p(
+        lambda h: trim_update(h, TurnTrimmer(max_tokens=100)),
+        messages(RemoveMessage(id="r2")),
+        TypeError,
+        "messages[2] (id 'r2') is a RemoveMessage",
+        "trim_update-RemoveMessage",
+    ),
+    # -- TurnTrimMiddleware ------------------------------------------------------------------
+    p(
+        lambda h: TurnTrimMiddleware(max_tokens=10, mode="State"),
+        None,
+        ValueError,
+        "mode must be 'request' or 'state', got 'State'",
+        "TurnTrimMiddleware-mode-typo",
+    ),
+    p(
+        lambda h: TurnTrimMiddleware(max_tokens=10, mode=None),
+        None,
+        ValueError,
+        "mode must be 'request' or 'state', got None",
+        "TurnTrimMiddleware-mode-None",
+    ),
+    p(
+        lambda h: TurnTrimMiddleware(max_tokens=10, on_overflow="truncate"),
+        None,
+        ValueError,
+        "on_overflow must be 'drop' or 'raise', got 'truncate'",
+        "TurnTrimMiddleware-bad-on_overflow",
+    ),
+    p(
+        lambda h: TurnTrimMiddleware(max_tokens=10, token_counter="exact"),
+        None,
+        ValueError,
+        "unknown token_counter shortcut 'exact'",
+        "TurnTrimMiddleware-unknown-counter-shortcut",
+    ),
+    p(
+        lambda h: TurnTrimMiddleware(max_tokens=10, cache_size=-1),
+        None,
+        ValueError,
+        "got -1",
+        "TurnTrimMiddleware-cache_size-negative",
+    ),
+    p(
+        lambda h: TurnTrimMiddleware(max_tokens=100).trim_request(request(h)),
+        messages(BAD_CHAT),
+        ValueError,
+        "messages[2] (id 'c2'): unknown ChatMessage role 'User'",
+        "trim_request-ChatMessage-unknown-role",
+    ),
+    p(
+        lambda h: TurnTrimMiddleware(max_tokens=100).trim_request(request(h, system=None)),
+        messages(BAD_CHAT),
+        ValueError,
+        "messages[2] (id 'c2'): unknown ChatMessage role 'User'",
+        "trim_request-no-system-ChatMessage-unknown-role",
+    ),
+    p(
+        lambda h: TurnTrimMiddleware(max_tokens=100).trim_request(request(h)),
+        messages(RemoveMessage(id="r2")),
+        TypeError,
+        "messages[2] (id 'r2') is a RemoveMessage",
+        "trim_request-RemoveMessage",
+    ),
+    p(
+        lambda h: TurnTrimMiddleware(max_tokens=100).wrap_model_call(request(h), never_called),
+        messages(BAD_CHAT),
+        ValueError,
+        "messages[2] (id 'c2'): unknown ChatMessage role 'User'",
+        "wrap_model_call-ChatMessage-unknown-role",
+    ),
+    p(
+        lambda h: arun(
+            TurnTrimMiddleware(max_tokens=100).awrap_model_call(request(h), anever_called)
+        ),
+        messages(42),
+        TypeError,
+        "messages[2]: unsupported message type int",
+        "awrap_model_call-non-message",
+    ),
+    p(
+        lambda h: TurnTrimMiddleware(max_tokens=100, mode="state").state_update(h),
+        messages(BAD_CHAT),
+        ValueError,
+        "messages[2] (id 'c2'): unknown ChatMessage role 'User'",
+        "state_update-ChatMessage-unknown-role",
+    ),
+    p(
+        lambda h: TurnTrimMiddleware(max_tokens=10, mode="state").state_update(h),
+        NO_ID,
+        ValueError,
+        "messages[1] is dropped but has no id",
+        "state_update-dropped-without-id",
+    ),
+    # -- the command line ----------------------------------------------------------------
+    p(
+        cli("--max-tokens", "10", missing=True),
+        None,
+        EXIT_2,
+        "cannot read ",
+        "cli-missing-file",
+    ),
+    p(
+        cli("--max-tokens", "10", text='[{"role": "user", "content": "hi"'),
+        None,
+        EXIT_2,
+        "chat.json: invalid JSON at line 1",
+        "cli-invalid-json",
+    ),
+    p(
+        cli("--max-tokens", "10", text="[" * 100_000 + "]" * 100_000),
+        None,
+        EXIT_2,
+        "chat.json",
+        "cli-json-nested-too-deep",
+    ),
+    p(
+        cli("--max-tokens", "10"),
+        {"messages": "hi"},
+        EXIT_2,
+        "'messages' must be an array, got a string",
+        "cli-messages-not-an-array",
+    ),
+    p(
+        cli("--max-tokens", "10"),
+        [
+            {"role": "user", "content": "hi", "id": "u1"},
+            {"role": "User", "content": "x", "id": "a1"},
+        ],
+        EXIT_2,
+        "messages[1] (id 'a1'): unknown 'role' 'User'",
+        "cli-message-unknown-role",
+    ),
+    p(
+        cli("--max-tokens", "10"),
+        [{"role": "user", "content": "hi", "id": "u1"}, {"role": "assistant", "id": "a1"}],
+        EXIT_2,
+        "messages[1] (id 'a1'): no 'content' field",
+        "cli-message-without-content",
+    ),
+    p(
+        cli("--max-tokens", "10"),
+        [{"role": "user", "content": "hi", "id": "u1"}, ["assistant", "x"]],
+        EXIT_2,
+        "messages[1] must be a JSON object, got a array",
+        "cli-message-not-an-object",
+    ),
+    p(
+        cli("--max-tokens", "10", "--counter", "field"),
+        [rec("u1", "user", 1), rec("a1", "assistant", True)],
+        EXIT_2,
+        "messages[1] (id 'a1'): 'tokens' must be an int, got bool True",
+        "cli-field-tokens-bool",
+    ),
+    p(
+        cli("--max-tokens", "-1"),
+        [{"role": "user", "content": "hi", "id": "u1"}],
+        EXIT_2,
+        "--max-tokens must be >= 0, got -1",
+        "cli-negative-budget",
+    ),
+    p(
+        cli("--max-tokens", "1.5"),
+        [{"role": "user", "content": "hi", "id": "u1"}],
+        EXIT_2,
+        "argument --max-tokens: invalid int value: '1.5'",
+        "cli-float-budget",
+    ),
+    p(
+        cli("--max-tokens", "10", "--counter", "exact"),
+        [{"role": "user", "content": "hi", "id": "u1"}],
+        EXIT_2,
+        "unknown counter 'exact'",
+        "cli-unknown-counter",
+    ),
+    p(
+        cli("--max-tokens", "10", "--counter", "tiktoken:"),
+        [{"role": "user", "content": "hi", "id": "u1"}],
+        EXIT_2,
+        "--counter tiktoken: needs a model or an encoding",
+        "cli-tiktoken-without-name",
+    ),
+]
+
+
+def snapshot(value: Any) -> Any:
+    """A deep copy to compare with later: messages by ``model_dump``, the rest by deepcopy."""
+    if isinstance(value, BaseMessage):
+        return (type(value), value.model_dump())
+    if isinstance(value, list):
+        return [snapshot(item) for item in value]
+    return copy.deepcopy(value)
+
+
+def run_cli(
+    case: Cli, history: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str, Path]:
+    path = tmp_path / ("missing.json" if case.missing else "chat.json")
+    if not case.missing:
+        path.write_text(case.text if case.text is not None else json.dumps(history))
+    argv = [str(path) if arg == "{file}" else arg for arg in case.args]
+    capsys.readouterr()
+    try:
+        status = main(argv)
+    except BaseException as error:  # a traceback is a bug: every error is exit status 2
+        pytest.fail(f"main({argv[:1]}...) raised {type(error).__name__}: {error!s:.200}")
+    out, err = capsys.readouterr()
+    return status, out, err, path
+
+
+def raised(call: Callable[[Any], Any], history: Any, expected: type[Exception]) -> Exception:
+    """What ``call(history)`` raised; a return, partial or not, fails the test."""
+    try:
+        result = call(history)
+    except Exception as error:
+        return error
+    pytest.fail(f"returned {result!r:.300} instead of raising {expected.__name__}")
+
+
+@pytest.mark.usefixtures("tiktoken_cache")
+@pytest.mark.parametrize(("call", "history", "expected", "fragment"), CASES)
+def test_bad_input(
+    call: Any,
+    history: Any,
+    expected: Any,
+    fragment: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    before = snapshot(history)
+    if isinstance(call, Cli):
+        content = None if call.missing else call.text or json.dumps(history)
+        status, out, err, path = run_cli(call, history, tmp_path, capsys)
+        assert status == expected, err
+        assert out == ""
+        assert err.startswith("turntrim: error: "), err
+        assert err.endswith("\n")
+        assert err.count("\n") == 1, err
+        assert fragment in err
+        if content is not None:
+            assert path.read_text() == content
+        else:
+            assert not path.exists()
+    else:
+        error = raised(call, history, expected)
+        assert type(error) is expected, f"{type(error).__name__}: {error}"
+        assert fragment in str(error)
+    assert snapshot(history) == before
+
+
+def test_the_table_is_big_enough() -> None:
+    assert len(CASES) >= 45
+    ids = [case.id for case in CASES]
+    assert len(set(ids)) == len(ids)
+
+
+# -- nothing partial: a bad LAST message fails every way of calling the trimmer -------------
+
+
+async def _acollect(iterator: Any, into: list[Any]) -> None:
+    # One chunk at a time: whatever was yielded before the error stays in ``into``.
+    async for chunk in iterator:
+        into.append(chunk)  # noqa: PERF401
+
+
+def _stream(trimmer: TurnTrimmer, history: Any, into: list[Any]) -> None:
+    for chunk in trimmer.stream(history):
+        into.append(chunk)  # noqa: PERF402
+
+
+PATHS: dict[str, Callable[[TurnTrimmer, Any, list[Any]], Any]] = {
+    "invoke": lambda t, h, out: out.append(t.invoke(h)),
+    "ainvoke": lambda t, h, out: out.append(arun(t.ainvoke(h))),
+    "batch": lambda t, h, out: out.extend(t.batch([good_messages(), h], return_exceptions=False)),
+    "abatch": lambda t, h, out: out.extend(
+        arun(t.abatch([good_messages(), h], return_exceptions=False))
+    ),
+    "stream": _stream,
+    "astream": lambda t, h, out: arun(_acollect(t.astream(h), out)),
+    "trim": lambda t, h, out: out.append(t.trim(h)),
+    "trim_with_report": lambda t, h, out: out.append(t.trim_with_report(h)),
+}
+
+LAST_BAD = [
+    pytest.param(BAD_CHAT, ValueError, "messages[3] (id 'c2')", id="ChatMessage-role"),
+    pytest.param(RemoveMessage(id="r2"), TypeError, "messages[3] (id 'r2')", id="RemoveMessage"),
+    pytest.param(42, TypeError, "messages[3] is not a message (int 42)", id="non-message"),
+]
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize(("bad", "error", "fragment"), LAST_BAD)
+def test_a_bad_last_message_fails_instead_of_returning_the_good_prefix(
+    path: str, bad: Any, error: type[Exception], fragment: str
+) -> None:
+    # Everything before the bad message fits easily: a trimmer that stopped
+    # at the bad message could return the good prefix; it must raise.
+    history = [*good_messages(), bad]
+    before = snapshot(history)
+    trimmer = TurnTrimmer(max_tokens=10_000)
+    assert trimmer.invoke(history[:-1]) == history[:-1]
+    out: list[Any] = []
+    with pytest.raises(Exception) as info:  # noqa: PT011 - the exact type is checked below
+        PATHS[path](trimmer, history, out)
+    assert type(info.value) is error, f"{type(info.value).__name__}: {info.value}"
+    assert fragment in str(info.value)
+    assert out == []
+    assert snapshot(history) == before
