@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: test demo lint typecheck clean
+.PHONY: test demo lint typecheck mutation clean
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,5 +25,11 @@ typecheck: $(INSTALLED)
 test: lint typecheck
 	$(BIN)/pytest
 
+# Mutation testing of the core and the message adapter (not part of `make test`).
+mutation: $(INSTALLED)
+	rm -rf mutants
+	$(BIN)/mutmut run
+	$(BIN)/mutmut results
+
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .ruff_cache .hypothesis mutants

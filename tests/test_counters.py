@@ -117,6 +117,7 @@ def test_model_counter_reports_exact_tokens_after() -> None:
     report = TurnTrimmer(max_tokens=100, token_counter=model).trim_with_report(tool_history(5))
     assert report.tokens_after == model.get_num_tokens_from_messages(report.kept)
     assert report.plan.overhead_tokens == 3
+    assert report.system_tokens == len("rules")
 
 
 def test_model_counter_caches_turns_across_calls() -> None:
@@ -234,6 +235,18 @@ def test_bad_counter_results(result: list[Any], error: type[Exception], fragment
     with pytest.raises(error) as info:
         TurnTrimmer(max_tokens=10, token_counter=Bad()).invoke([HumanMessage("x")])
     assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "counter",
+    [ApproximateCounter(), per_message(content_length), CachedCounter(ApproximateCounter())],
+)
+def test_counters_on_their_own_reject_non_messages(counter: Any) -> None:
+    with pytest.raises(TypeError) as info:
+        counter.count_each([HumanMessage("ok"), {"id": "d1", "role": "user"}])
+    assert str(info.value) == (
+        "messages[1] (id 'd1') is not a BaseMessage: dict {'id': 'd1', 'role': 'user'}"
+    )
 
 
 def test_cached_counter_needs_a_token_counter() -> None:
