@@ -8,6 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import tiktoken.load
+
+from tests.lc import NetworkUsedError
 
 # tiktoken caches a BPE file under the SHA-1 hex digest of its download URL,
 # https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken.
@@ -31,3 +34,16 @@ def tiktoken_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TIKTOKEN_CACHE_DIR", str(cache))
         yield cache
+
+
+@pytest.fixture(autouse=True)
+def _no_downloads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tiktoken may read its cache, never download (sockets are disabled as well)."""
+    read_file = tiktoken.load.read_file
+
+    def local_only(blobpath: str) -> bytes:
+        if "://" in blobpath:
+            raise NetworkUsedError(f"tiktoken tried to download {blobpath}")
+        return read_file(blobpath)
+
+    monkeypatch.setattr(tiktoken.load, "read_file", local_only)

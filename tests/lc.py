@@ -100,6 +100,15 @@ def dump(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     return [m.model_dump() for m in messages]
 
 
+class NetworkUsedError(AssertionError):
+    """Something tried to reach the network."""
+
+
+def refuse(*args: Any, **kwargs: Any) -> Any:
+    """A stand-in for anything that would reach the network."""
+    raise NetworkUsedError(f"network access attempted: {args!r}")
+
+
 class InvalidConversation(AssertionError):
     pass
 

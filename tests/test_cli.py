@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -71,28 +70,9 @@ CHAT: list[dict[str, Any]] = [
 LAST_TURN = 11  # index of the newest user message
 
 
-class NetworkUsedError(AssertionError):
-    """Something tried to reach the network."""
-
-
-def _refuse(*args: Any, **kwargs: Any) -> Any:
-    raise NetworkUsedError(f"network access attempted: {args!r}")
-
-
 @pytest.fixture(autouse=True)
-def _offline_and_plain(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No network, no tiktoken download, and rich's plain (piped) output at 120 columns."""
-    read_file = tiktoken.load.read_file
-
-    def local_only(blobpath: str) -> bytes:
-        if "://" in blobpath:
-            raise NetworkUsedError(f"tiktoken tried to download {blobpath}")
-        return read_file(blobpath)
-
-    monkeypatch.setattr(tiktoken.load, "read_file", local_only)
-    monkeypatch.setattr(socket.socket, "connect", _refuse)
-    monkeypatch.setattr(socket, "create_connection", _refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", _refuse)
+def _plain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rich's plain (piped) output at 120 columns."""
     for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "NO_COLOR"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("COLUMNS", "120")

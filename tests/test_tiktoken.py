@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import socket
 import warnings
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from pydantic import SecretStr
 from langchain_turntrim._protocol import TokenCounter
 from langchain_turntrim._tiktoken import EncodingUnavailableError, TiktokenCounter
 from tests import strategies as lcst
+from tests.lc import NetworkUsedError, refuse
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
@@ -46,30 +46,6 @@ PROPERTY = settings(
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-
-
-class NetworkUsedError(AssertionError):
-    """Something tried to reach the network."""
-
-
-def _refuse(*args: Any, **kwargs: Any) -> Any:
-    raise NetworkUsedError(f"network access attempted: {args!r}")
-
-
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail any download by tiktoken and any socket connection."""
-    read_file = tiktoken.load.read_file
-
-    def local_only(blobpath: str) -> bytes:
-        if "://" in blobpath:
-            raise NetworkUsedError(f"tiktoken tried to download {blobpath}")
-        return read_file(blobpath)
-
-    monkeypatch.setattr(tiktoken.load, "read_file", local_only)
-    monkeypatch.setattr(socket.socket, "connect", _refuse)
-    monkeypatch.setattr(socket, "create_connection", _refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", _refuse)
 
 
 @functools.cache
@@ -289,8 +265,8 @@ def test_file_blocks_cost_zero_without_warning() -> None:
 
 
 def test_images_cost_85_and_are_never_fetched(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(httpx.Client, "send", _refuse)
-    monkeypatch.setattr(httpx.AsyncClient, "send", _refuse)
+    monkeypatch.setattr(httpx.Client, "send", refuse)
+    monkeypatch.setattr(httpx.AsyncClient, "send", refuse)
     images: list[dict[str, Any]] = [
         {"type": "image_url", "image_url": {"url": "https://x.test/a.png", "detail": "low"}},
         {"type": "image_url", "image_url": {"url": "https://x.test/a.png", "detail": "high"}},
