@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: test demo lint typecheck mutation clean
+.PHONY: test demo lint typecheck mutation bench clean
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ typecheck: $(INSTALLED)
 
 test: lint typecheck
 	$(BIN)/pytest
+
+# Speed, as ratios measured side by side with trim_messages (not part of `make test`).
+bench: $(INSTALLED)
+	$(BIN)/python -m benchmarks
 
 # Mutation testing of the core and the message adapter (not part of `make test`).
 mutation: $(INSTALLED)

@@ -14,6 +14,7 @@ cost plus the kept turns fits the budget.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
@@ -94,6 +95,11 @@ class TrimPlan:
     def kept(self) -> tuple[int, ...]:
         """Indices of the kept messages, ascending."""
         return self._pinned_before() + tuple(range(self.keep_from, self.size))
+
+    @property
+    def dropped_count(self) -> int:
+        """How many messages are dropped (``len(dropped)`` without building it)."""
+        return self.keep_from - bisect_left(self.pinned, self.keep_from)
 
     @property
     def dropped(self) -> tuple[int, ...]:

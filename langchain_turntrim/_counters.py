@@ -14,7 +14,9 @@ Two shapes of counter reach the planner:
 from __future__ import annotations
 
 import inspect
+import operator
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Final
@@ -23,6 +25,7 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     ChatMessage,
+    HumanMessage,
     ToolMessage,
 )
 from langchain_core.messages.utils import count_tokens_approximately
@@ -75,16 +78,6 @@ def message_key(message: BaseMessage) -> Hashable:
     )
 
 
-def _check_count(value: object, what: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        msg = f"{what} returned {type(value).__name__} {value!r}, expected an int"
-        raise TypeError(msg)
-    if value < 0:
-        msg = f"{what} returned {value}, expected a count >= 0"
-        raise ValueError(msg)
-    return value
-
-
 class _LRU:
     """A thread-safe LRU map. The lock guards dict operations only; callers
     compute values outside it."""
@@ -127,13 +120,47 @@ class _LRU:
             self._data.clear()
 
 
-class CachedCounter:
-    """Wraps a ``TokenCounter`` with a bounded, thread-safe LRU of per-message counts.
+_COMMON_FIELDS: Final = ("content", "name", "additional_kwargs")
+_FIELDS_BY_CLASS: Final = (
+    (AIMessage, (*_COMMON_FIELDS, "tool_calls", "invalid_tool_calls")),
+    (ToolMessage, (*_COMMON_FIELDS, "tool_call_id")),
+    (ChatMessage, (*_COMMON_FIELDS, "role")),
+)
+_field_getters: dict[type, Callable[[BaseMessage], tuple[Any, ...]]] = {}
 
-    The key is ``message_key(message)``: a message is counted again only when
-    its class, content, name, tool calls, tool call id, role or
-    ``additional_kwargs`` change. Counting happens outside the lock, so
-    threads never wait on each other's tokenization.
+
+def message_fields(message: BaseMessage) -> tuple[Any, ...]:
+    """The field values a message's count depends on, as they are (not copied).
+
+    ``CachedCounter`` remembers them for each message object it has counted:
+    while the object's fields are these very objects (``is``, not ``==``: a
+    value mutated in place would equal its new self), its count is reused
+    without building its key.
+    """
+    getter = _field_getters.get(type(message))
+    if getter is None:
+        names = next((n for c, n in _FIELDS_BY_CLASS if isinstance(message, c)), _COMMON_FIELDS)
+        getter = _field_getters[type(message)] = operator.attrgetter(*names)
+    return getter(message)
+
+
+class CachedCounter:
+    """Wraps a ``TokenCounter`` with bounded, thread-safe caches of per-message counts.
+
+    Two layers, each holding at most ``maxsize`` entries:
+
+    * by message object: a message seen before is recognised by identity (a
+      weak reference) and its count reused while its fields still are the
+      same objects (``message_fields``); reassigning a field
+      (``message.content = ...``, as LangChain and LangGraph do) makes it
+      count again. This is the warm path of an agent loop: no key is built.
+    * by content (LRU): ``message_key(message)``, so an equal message in a
+      new object (e.g. restored from a checkpoint) is not tokenized again.
+
+    Editing a nested value in place (appending to a content list, changing a
+    tool call's ``args`` dict) is not seen by the first layer: assign a new
+    value instead, or call ``clear()``. Counting happens outside the locks,
+    so threads never wait on each other's tokenization.
     """
 
     def __init__(self, counter: TokenCounter, maxsize: int = DEFAULT_CACHE_SIZE) -> None:
@@ -142,6 +169,9 @@ class CachedCounter:
             raise TypeError(msg)
         self.counter = counter
         self._cache = _LRU(maxsize)
+        # id(message) -> (weak reference, message_fields(message), count)
+        self._known: dict[int, tuple[Any, tuple[Any, ...], int]] = {}
+        self._known_lock = threading.Lock()
 
     @property
     def overhead(self) -> int:
@@ -152,30 +182,68 @@ class CachedCounter:
         return self._cache.maxsize
 
     def __len__(self) -> int:
-        """Number of cached counts."""
+        """Number of cached counts (by content)."""
         return len(self._cache)
 
     def clear(self) -> None:
         self._cache.clear()
+        with self._known_lock:
+            self._known.clear()
 
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
         check_messages(messages)
-        keys = [message_key(m) for m in messages]
-        counts = self._cache.get_many(keys)
-        missing = [i for i, count in enumerate(counts) if count is None]
-        if not missing:
-            return counts  # type: ignore[return-value]
-        fresh = self.counter.count_each([messages[i] for i in missing])
-        if len(fresh) != len(missing):
-            msg = (
-                f"{type(self.counter).__name__}.count_each returned {len(fresh)} counts "
-                f"for {len(missing)} messages"
-            )
-            raise ValueError(msg)
-        for i, value in zip(missing, fresh, strict=True):
-            counts[i] = value
-        self._cache.put_many([(keys[i], counts[i]) for i in missing])  # type: ignore[misc]
+        known = self._known.get
+        counts: list[int | None] = []
+        append = counts.append
+        getters = _field_getters
+        is_ = operator.is_
+        for m in messages:
+            entry = known(id(m))
+            if entry is not None and entry[0]() is m:
+                getter = getters.get(type(m))
+                fields = getter(m) if getter is not None else message_fields(m)
+                if all(map(is_, entry[1], fields)):
+                    append(entry[2])
+                    continue
+            append(None)
+        unknown = [i for i, count in enumerate(counts) if count is None]
+        if unknown:
+            self._count_unknown(messages, unknown, counts)
         return counts  # type: ignore[return-value]
+
+    def _count_unknown(
+        self, messages: Sequence[BaseMessage], unknown: list[int], counts: list[int | None]
+    ) -> None:
+        keys = [message_key(messages[i]) for i in unknown]
+        cached = self._cache.get_many(keys)
+        missing = [j for j, count in enumerate(cached) if count is None]
+        if missing:
+            fresh = self.counter.count_each([messages[unknown[j]] for j in missing])
+            if len(fresh) != len(missing):
+                msg = (
+                    f"{type(self.counter).__name__}.count_each returned {len(fresh)} counts "
+                    f"for {len(missing)} messages"
+                )
+                raise ValueError(msg)
+            for j, value in zip(missing, fresh, strict=True):
+                cached[j] = value
+            self._cache.put_many([(keys[j], cached[j]) for j in missing])  # type: ignore[misc]
+        remembered = []
+        for i, count in zip(unknown, cached, strict=True):
+            counts[i] = count
+            m = messages[i]
+            remembered.append((id(m), (weakref.ref(m), message_fields(m), count)))
+        self._remember(remembered)
+
+    def _remember(self, entries: list[tuple[int, tuple[Any, tuple[Any, ...], Any]]]) -> None:
+        maxsize = self.maxsize
+        if not maxsize:
+            return
+        known = self._known
+        with self._known_lock:
+            known.update(entries)
+            while len(known) > maxsize:  # oldest first: dicts keep insertion order
+                del known[next(iter(known))]
 
     def __repr__(self) -> str:
         return f"CachedCounter({self.counter!r}, maxsize={self.maxsize})"
@@ -186,7 +254,8 @@ class ApproximateCounter:
 
     That function rounds up per message and adds a fixed amount per message,
     so it is additive: the sum of per-message counts equals its count of the
-    whole list.
+    whole list. It is never wrapped in a ``CachedCounter``: counting a message
+    costs less than building its cache key.
     """
 
     overhead: Final = 0
@@ -205,7 +274,34 @@ class ApproximateCounter:
         return hash(ApproximateCounter)
 
 
+# count_tokens_approximately, for the common messages, without its per-call
+# overhead (converting its input, checking its options), which costs several
+# times the count itself. A test checks both agree on every kind of message.
+_ROLE_LENGTHS: Final = {
+    HumanMessage: len("user"),
+    AIMessage: len("assistant"),
+    ToolMessage: len("tool"),
+}
+
+
 def _approximate(message: BaseMessage) -> int:
+    """``count_tokens_approximately([message])`` with its default options."""
+    content = message.content
+    role = _ROLE_LENGTHS.get(type(message))
+    if role is None or type(content) is not str:
+        return _approximate_any(message)
+    chars = len(content) + role + (len(message.name) if message.name else 0)
+    if type(message) is ToolMessage:
+        chars += len(message.tool_call_id)
+    elif type(message) is AIMessage and message.tool_calls:
+        try:
+            chars += len(repr(message.tool_calls))
+        except RecursionError:
+            return _approximate_any(message)
+    return -(-chars // 4) + 3
+
+
+def _approximate_any(message: BaseMessage) -> int:
     try:
         return count_tokens_approximately((message,))
     except RecursionError:
@@ -271,7 +367,7 @@ class WholeListCounter:
         (cached,) = self._cache.get_many((key,))
         if cached is not None:
             return cached
-        value = _check_count(self.function(messages), f"token counter {self.label}")
+        value = check_max_tokens(self.function(messages), f"the count of {self.label}")
         self._cache.put_many(((key, value),))
         return value
 
@@ -331,7 +427,7 @@ def resolve_counter(token_counter: object, cache_size: int = DEFAULT_CACHE_SIZE)
         counter = ApproximateCounter()
     elif counter is count_tokens_approximately:
         counter = ApproximateCounter()
-    if isinstance(counter, (CachedCounter, WholeListCounter)):
+    if isinstance(counter, (CachedCounter, WholeListCounter, ApproximateCounter)):
         return counter
     if isinstance(counter, TokenCounter):
         check_max_tokens(counter.overhead, f"{type(counter).__name__}.overhead")

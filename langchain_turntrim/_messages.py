@@ -64,14 +64,9 @@ def to_messages(value: object) -> list[BaseMessage]:
     if not isinstance(value, Sequence) or isinstance(value, (str, bytes, bytearray)):
         msg = f"expected a sequence of messages or a PromptValue, got {type(value).__name__}"
         raise TypeError(msg)
-    messages: list[BaseMessage] = []
-    append = messages.append
-    for i, item in enumerate(value):
-        if isinstance(item, BaseMessage):
-            append(item)
-        else:
-            append(_convert_one(i, item))
-    return messages
+    if all(issubclass(t, BaseMessage) for t in set(map(type, value))):
+        return list(value)  # the common case, in one C-level pass
+    return [m if isinstance(m, BaseMessage) else _convert_one(i, m) for i, m in enumerate(value)]
 
 
 def _convert_one(index: int, item: Any) -> BaseMessage:
@@ -95,15 +90,12 @@ def check_messages(messages: Sequence[object]) -> None:
 
 def message_kinds(messages: Sequence[BaseMessage]) -> list[int]:
     """The turn kind of each message (``PINNED``, ``START`` or ``CONTINUE``)."""
-    kinds: list[int] = []
-    append = kinds.append
-    by_type = _KIND_BY_TYPE
-    for i, message in enumerate(messages):
-        kind = by_type.get(type(message))
-        if kind is None:
-            kind = _classify(i, message)
-        append(kind)
-    return kinds
+    kinds: list[int | None] = list(map(_KIND_BY_TYPE.get, map(type, messages)))
+    if None in kinds:
+        for i, kind in enumerate(kinds):
+            if kind is None:
+                kinds[i] = _classify(i, messages[i])
+    return kinds  # type: ignore[return-value]
 
 
 def _classify(index: int, message: object) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -246,6 +247,13 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         self, input: TrimInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[BaseMessage]:
         return await self._acall_with_config(self._atrim_in_run, input, config, **kwargs)
+
+
+# LangChain inspects the signature of the function a Runnable runs on every
+# call (does it take a run_manager, a config?); computing them once here keeps
+# invoke's fixed cost low.
+for _method in (TurnTrimmer._trim_in_run, TurnTrimmer._atrim_in_run):
+    setattr(_method, "__signature__", inspect.signature(_method))  # noqa: B010
 
 
 def model_budget(chat_model: Any, reserve_tokens: int) -> int:

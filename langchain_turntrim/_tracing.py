@@ -74,7 +74,7 @@ def trim_summary(plan: TrimPlan, extra: Mapping[str, Any] | None = None) -> dict
 
     ``SUMMARY_KEYS`` from the plan, then ``extra`` (which may override them).
     """
-    dropped = len(plan.dropped)
+    dropped = plan.dropped_count
     summary: dict[str, Any] = {
         "max_tokens": plan.max_tokens,
         "tokens_before": plan.tokens_before,
@@ -139,6 +139,8 @@ def _prepare(
     if logger.isEnabledFor(logging.DEBUG):
         _log(summary)
     if run_manager is not None:
+        if not run_manager.handlers and not run_manager.inheritable_handlers:
+            return summary, None  # nobody is listening: no event to build
         _attach(run_manager.handlers, [run_manager.run_id], summary)
         return summary, {"callbacks": run_manager.get_child()}
     # Inside a run (an agent's hook, a RunnableLambda), LangChain's context

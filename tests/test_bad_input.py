@@ -475,14 +475,14 @@ CASES = [
         counter_case(per_list(lambda ms: -1)),
         good_messages(),
         ValueError,
-        "returned -1, expected a count >= 0",
+        "must be >= 0, got -1",
         "per_list-function-negative",
     ),
     p(
         counter_case(per_list(lambda ms: "7")),
         good_messages(),
         TypeError,
-        "returned str '7', expected an int",
+        "must be an int, got str '7'",
         "per_list-function-non-int",
     ),
     p(

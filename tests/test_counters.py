@@ -27,6 +27,7 @@ from langchain_turntrim import (
     per_list,
     per_message,
 )
+from tests import strategies
 from tests.lc import LENGTH, check_conversation, content_length, message_histories
 from tests.reference import reference_trim
 
@@ -184,6 +185,33 @@ def test_editing_a_message_is_seen() -> None:
     assert tally.calls == {"hello": 1, "short": 1, "a much longer answer": 2}
 
 
+def test_equal_messages_in_new_objects_are_not_counted_again() -> None:
+    tally = Tally()
+    cached = CachedCounter(tally)
+    first = [
+        HumanMessage("hello"),
+        AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "1"}]),
+    ]
+    restored = [m.model_copy(deep=True) for m in first]  # e.g. loaded from a checkpoint
+    assert cached.count_each(first) == cached.count_each(restored)
+    assert tally.calls == {"hello": 1, "": 1}
+
+
+def test_in_place_edits_need_an_assignment_or_clear() -> None:
+    tally = Tally()
+    cached = CachedCounter(tally)
+    message = HumanMessage([{"type": "text", "text": "short"}])
+    before = cached.count_each([message])
+    message.content.append({"type": "text", "text": "a much longer block"})  # type: ignore[union-attr]
+    assert cached.count_each([message]) == before  # documented: not seen
+    message.content = list(message.content)  # an assignment is seen
+    after = cached.count_each([message])
+    assert after != before
+    message.content.append({"type": "text", "text": "more"})  # type: ignore[union-attr]
+    cached.clear()  # so is a clear
+    assert cached.count_each([message]) != after
+
+
 def test_cache_is_bounded_lru() -> None:
     tally = Tally()
     cached = CachedCounter(tally, maxsize=10)
@@ -302,8 +330,13 @@ def test_len_counts_messages() -> None:
 
 def test_count_tokens_approximately_function_is_recognised() -> None:
     trimmer = TurnTrimmer(max_tokens=10, token_counter=count_tokens_approximately)
-    assert isinstance(trimmer.counter, CachedCounter)
-    assert isinstance(trimmer.counter.counter, ApproximateCounter)
+    assert isinstance(trimmer.counter, ApproximateCounter)
+
+
+@settings(max_examples=500, deadline=None)
+@given(strategies.messages())
+def test_approximate_counter_equals_langchain_for_every_message(message: BaseMessage) -> None:
+    assert ApproximateCounter().count_each([message]) == [count_tokens_approximately([message])]
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ from langchain_core.runnables import ConfigurableField
 from langchain_core.tracers.context import collect_runs
 
 from langchain_turntrim import (
+    ApproximateCounter,
     CachedCounter,
     TiktokenCounter,
     TrimReport,
@@ -254,11 +255,13 @@ def test_configuration_errors_raise_at_construction(
 
 
 def test_counter_is_resolved_once_and_cached() -> None:
-    trimmer = TurnTrimmer(max_tokens=10)
+    trimmer = TurnTrimmer(max_tokens=10, token_counter=LENGTH)
     assert isinstance(trimmer.counter, CachedCounter)
     assert trimmer.counter is trimmer.token_counter
-    no_cache = TurnTrimmer(max_tokens=10, cache_size=0)
+    no_cache = TurnTrimmer(max_tokens=10, token_counter=LENGTH, cache_size=0)
     assert not isinstance(no_cache.counter, CachedCounter)
+    # Counting approximately is cheaper than a cache lookup: never cached.
+    assert isinstance(TurnTrimmer(max_tokens=10).counter, ApproximateCounter)
 
 
 def test_max_tokens_configurable_per_call_and_cache_shared() -> None:

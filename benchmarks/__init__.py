@@ -1,0 +1,1 @@
+"""Side-by-side benchmarks for langchain_turntrim: ``python -m benchmarks --help``."""

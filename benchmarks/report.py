@@ -1,0 +1,119 @@
+"""Result rows, the stdout table and the JSON file."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import sys
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = ["Row", "Target", "markdown_table", "seconds_summary", "write_json"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """``ratio <= value`` or ``ratio >= value``; ``percent`` shows both as percentages."""
+
+    op: Literal["<=", ">="]
+    value: float
+    percent: bool = False
+
+    def met(self, ratio: float) -> bool:
+        return ratio <= self.value if self.op == "<=" else ratio >= self.value
+
+    def show(self, ratio: float) -> str:
+        if self.percent:
+            return f"{ratio:.1%}"
+        digits = 2 if ratio < 10 else 1 if ratio < 100 else 0
+        return f"{ratio:,.{digits}f}x"
+
+    def __str__(self) -> str:
+        value = f"{self.value:.0%}" if self.percent else f"{self.value:g}x"
+        return f"{self.op} {value}"
+
+
+@dataclass
+class Row:
+    """One figure: a ratio of two measurements taken side by side, and its target."""
+
+    scenario: str
+    comparison: str
+    target: Target | None
+    ratio: float | None = None
+    skipped: str | None = None
+    notes: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        if self.ratio is None or self.target is None:
+            return "skipped"
+        return "met" if self.target.met(self.ratio) else "MISSED"
+
+    @property
+    def shown_ratio(self) -> str:
+        if self.ratio is None or self.target is None:
+            return "—"
+        return self.target.show(self.ratio)
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["target"] = str(self.target or "")
+        data["status"] = self.status
+        return data
+
+
+def seconds_summary(times: dict[str, list[float]]) -> dict[str, Any]:
+    """Median seconds per arm, plus every raw time, for the JSON file."""
+    return {
+        "median_seconds": {name: statistics.median(ts) for name, ts in times.items()},
+        "seconds": times,
+    }
+
+
+def markdown_table(rows: list[Row]) -> str:
+    header = ["scenario", "comparison", "ratio", "target", "result"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        target = "—" if row.target is None else str(row.target)
+        cells = [row.scenario, row.comparison, row.shown_ratio, target, row.status]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _versions() -> dict[str, str]:
+    names = ("langchain-turntrim", "langchain-core", "langchain-openai", "tiktoken")
+    return {name: _version(name) for name in names}
+
+
+def write_json(rows: list[Row], options: dict[str, Any], folder: Path) -> Path:
+    """Write the run to ``folder/bench-<time>.json`` and return the path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    now = dt.datetime.now(dt.timezone.utc)
+    path = folder / f"bench-{now:%Y%m%d-%H%M%S}.json"
+    document = {
+        "created": now.isoformat(timespec="seconds"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": sys.version.split()[0],
+        },
+        "versions": _versions(),
+        "options": options,
+        "rows": [row.as_json() for row in rows],
+    }
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
