@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import importlib.util
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 import tiktoken.load
+from langchain_core.messages import BaseMessage
 
 from tests.lc import NetworkUsedError
 
 # tiktoken caches a BPE file under the SHA-1 hex digest of its download URL,
 # https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken.
 CL100K_CACHE_KEY = "9b5ad71b2ce5302211f9c61530b329a4922fc6a4"
+#: Histories longer than this are not snapshotted (the scale tests' millions).
+SNAPSHOT_LIMIT = 20_000
 
 
 @pytest.fixture(scope="session")
@@ -47,3 +53,44 @@ def _no_downloads(monkeypatch: pytest.MonkeyPatch) -> None:
         return read_file(blobpath)
 
     monkeypatch.setattr(tiktoken.load, "read_file", local_only)
+
+
+def _snapshot(messages: Any) -> list[Any] | None:
+    """A deep snapshot of a history, or None when it is too long to be worth it."""
+    if not isinstance(messages, Sequence) or len(messages) > SNAPSHOT_LIMIT:
+        return None
+    return [_freeze(m) for m in messages]
+
+
+def _freeze(item: Any) -> Any:
+    if isinstance(item, BaseMessage):
+        return item.model_dump()
+    if isinstance(item, Mapping):
+        return copy.deepcopy(dict(item))
+    return repr(item)
+
+
+def _unchanged(plan: Callable[..., Any], position: int) -> Callable[..., Any]:
+    """``plan``, checking that its ``position``-th argument (the history) is unchanged."""
+
+    @functools.wraps(plan)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        before = _snapshot(args[position]) if len(args) > position else None
+        try:
+            return plan(*args, **kwargs)
+        finally:
+            assert before is None or _snapshot(args[position]) == before, "a history was mutated"
+
+    return checked
+
+
+@pytest.fixture(autouse=True)
+def _histories_are_never_mutated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every history planned in any test (by trim_history, TurnTrimmer in all
+    its entry points, or the middleware) is checked to be unchanged once the
+    plan is made or has raised."""
+    from langchain_turntrim import TurnTrimmer, TurnTrimMiddleware, _core
+
+    monkeypatch.setattr(_core, "plan_trim", _unchanged(_core.plan_trim, 0))
+    monkeypatch.setattr(TurnTrimmer, "plan", _unchanged(TurnTrimmer.plan, 1))
+    monkeypatch.setattr(TurnTrimMiddleware, "_plan", _unchanged(TurnTrimMiddleware._plan, 1))

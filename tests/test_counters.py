@@ -364,3 +364,17 @@ def test_message_function_counter_sums(texts: list[str]) -> None:
     counter = per_message(content_length)
     assert counter.overhead == 0
     assert counter.count_each(messages) == [len(t) for t in texts]
+
+
+def test_the_suite_wide_guard_catches_a_mutated_history() -> None:
+    """conftest checks every planned history is unchanged: prove it can fail."""
+
+    class Vandal:
+        overhead = 0
+
+        def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+            messages[0].content = "changed"
+            return [1] * len(messages)
+
+    with pytest.raises(AssertionError, match="a history was mutated"):
+        TurnTrimmer(max_tokens=10, token_counter=Vandal()).invoke([HumanMessage("x")])
