@@ -126,7 +126,17 @@ _FIELDS_BY_CLASS: Final = (
     (ToolMessage, (*_COMMON_FIELDS, "tool_call_id")),
     (ChatMessage, (*_COMMON_FIELDS, "role")),
 )
-_field_getters: dict[type, Callable[[BaseMessage], tuple[Any, ...]]] = {}
+_field_getters: dict[type, Callable[[dict[str, Any]], tuple[Any, ...]]] = {}
+
+
+def _fields_getter(message: BaseMessage) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """An ``itemgetter`` of the fields that matter, over a message's ``__dict__``
+    (pydantic keeps every field there; a dict lookup beats an attribute's)."""
+    getter = _field_getters.get(type(message))
+    if getter is None:
+        names = next((n for c, n in _FIELDS_BY_CLASS if isinstance(message, c)), _COMMON_FIELDS)
+        getter = _field_getters[type(message)] = operator.itemgetter(*names)
+    return getter
 
 
 def message_fields(message: BaseMessage) -> tuple[Any, ...]:
@@ -137,11 +147,7 @@ def message_fields(message: BaseMessage) -> tuple[Any, ...]:
     value mutated in place would equal its new self), its count is reused
     without building its key.
     """
-    getter = _field_getters.get(type(message))
-    if getter is None:
-        names = next((n for c, n in _FIELDS_BY_CLASS if isinstance(message, c)), _COMMON_FIELDS)
-        getter = _field_getters[type(message)] = operator.attrgetter(*names)
-    return getter(message)
+    return _fields_getter(message)(vars(message))
 
 
 class CachedCounter:
@@ -169,8 +175,8 @@ class CachedCounter:
             raise TypeError(msg)
         self.counter = counter
         self._cache = _LRU(maxsize)
-        # id(message) -> (weak reference, message_fields(message), count)
-        self._known: dict[int, tuple[Any, tuple[Any, ...], int]] = {}
+        # id(message) -> (weak reference, fields getter, message_fields(message), count)
+        self._known: dict[int, tuple[Any, ...]] = {}
         self._known_lock = threading.Lock()
 
     @property
@@ -195,17 +201,14 @@ class CachedCounter:
         known = self._known.get
         counts: list[int | None] = []
         append = counts.append
-        getters = _field_getters
         is_ = operator.is_
         for m in messages:
+            # entry: (weak reference, fields getter, message_fields(m), count)
             entry = known(id(m))
-            if entry is not None and entry[0]() is m:
-                getter = getters.get(type(m))
-                fields = getter(m) if getter is not None else message_fields(m)
-                if all(map(is_, entry[1], fields)):
-                    append(entry[2])
-                    continue
-            append(None)
+            if entry is not None and entry[0]() is m and all(map(is_, entry[2], entry[1](vars(m)))):
+                append(entry[3])
+            else:
+                append(None)
         unknown = [i for i, count in enumerate(counts) if count is None]
         if unknown:
             self._count_unknown(messages, unknown, counts)
@@ -232,10 +235,11 @@ class CachedCounter:
         for i, count in zip(unknown, cached, strict=True):
             counts[i] = count
             m = messages[i]
-            remembered.append((id(m), (weakref.ref(m), message_fields(m), count)))
+            entry = (weakref.ref(m), _fields_getter(m), message_fields(m), count)
+            remembered.append((id(m), entry))
         self._remember(remembered)
 
-    def _remember(self, entries: list[tuple[int, tuple[Any, tuple[Any, ...], Any]]]) -> None:
+    def _remember(self, entries: list[tuple[int, tuple[Any, ...]]]) -> None:
         maxsize = self.maxsize
         if not maxsize:
             return
