@@ -213,13 +213,10 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         The trim is logged, and recorded on the run the caller is executing in,
         if any (see ``report_trim``).
         """
-        items = to_messages(messages)
-        plan = self.plan(items)
-        report_trim(plan)
-        return plan.select(items)
+        return self._trim_in_run(messages)
 
     def _trim_in_run(
-        self, value: TrimInput, run_manager: CallbackManagerForChainRun
+        self, value: TrimInput, run_manager: CallbackManagerForChainRun | None = None
     ) -> list[BaseMessage]:
         items = to_messages(value)
         plan = self.plan(items)
