@@ -5,7 +5,6 @@ Needs LangChain v1: ``pip install 'langchain-turntrim[agents]'``.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, cast
@@ -241,24 +240,10 @@ class TurnTrimMiddleware(_Base):
     def _plan(
         self, messages: Sequence[BaseMessage], kinds: Sequence[int], reserved: int
     ) -> TrimPlan:
-        """The trimmer's plan for ``messages`` with ``reserved`` tokens spent first.
-
-        ``reserved`` (the tools) is a per-request constant: it is added to
-        ``overhead_tokens`` and to the totals, so the plan reads as the
-        whole request.
-        """
-        budget = self._trimmer.max_tokens
-        counter = self._trimmer.counter
-        plan = plan_messages(messages, kinds, counter, max(budget - reserved, 0))
-        if not reserved:
-            return plan
-        return dataclasses.replace(
-            plan,
-            max_tokens=budget,
-            overhead_tokens=plan.overhead_tokens + reserved,
-            tokens_before=plan.tokens_before + reserved,
-            tokens_after=plan.tokens_after + reserved,
-        )
+        """The trimmer's plan for ``messages`` with ``reserved`` tokens (the
+        tools) paid once per request, so the plan reads as the whole request."""
+        trimmer = self._trimmer
+        return plan_messages(messages, kinds, trimmer.counter, trimmer.max_tokens, reserved)
 
     def trim_request(self, request: ModelRequest[Any]) -> tuple[ModelRequest[Any], TrimReport]:
         """The request with its messages trimmed, and what was dropped (pure).

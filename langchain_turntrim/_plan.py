@@ -19,12 +19,17 @@ def plan_messages(
     kinds: Sequence[int],
     counter: Counter,
     max_tokens: int,
+    reserved: int = 0,
 ) -> TrimPlan:
-    """The spec's plan, with every count taken from ``counter``."""
+    """The spec's plan, with every count taken from ``counter``.
+
+    ``reserved`` tokens (e.g. the tool schemas of a model call) are paid once
+    per request beside the messages: they are part of ``overhead_tokens``.
+    """
     if isinstance(counter, WholeListCounter):
-        return _plan_whole_lists(messages, kinds, counter, max_tokens)
+        return _plan_whole_lists(messages, kinds, counter, max_tokens, reserved)
     costs = _checked(counter.count_each(messages), messages, counter)
-    return plan_costs(kinds, costs, max_tokens, counter.overhead)
+    return plan_costs(kinds, costs, max_tokens, counter.overhead + reserved)
 
 
 def _checked(counts: list[int], messages: Sequence[BaseMessage], counter: object) -> list[int]:
@@ -51,6 +56,7 @@ def _plan_whole_lists(
     kinds: Sequence[int],
     counter: WholeListCounter,
     max_tokens: int,
+    reserved: int,
 ) -> TrimPlan:
     """Plan with a counter that only sees whole, valid conversations.
 
@@ -82,7 +88,7 @@ def _plan_whole_lists(
     if not turns:
         if systems:
             costs[first_pinned] = counter.count(systems)
-        return plan_costs(kinds, costs, max_tokens)
+        return plan_costs(kinds, costs, max_tokens, reserved)
     turn_counts = [counter.count(turn) for turn in turns]
     newest = turns[-1]
     system = 0
@@ -95,16 +101,16 @@ def _plan_whole_lists(
         overhead = max(0, min(turn_counts[-2] + turn_counts[-1] - pair, *turn_counts[-2:]))
     for start, count in zip(starts, turn_counts, strict=True):
         costs[start] = count - overhead
-    plan = plan_costs(kinds, costs, max_tokens, overhead)
+    plan = plan_costs(kinds, costs, max_tokens, overhead + reserved)
     first = plan.dropped_turns
     while first < len(turns):
         kept = systems + [m for turn in turns[first:] for m in turn]
-        actual = counter.count(kept)
+        actual = counter.count(kept) + reserved
         if actual <= max_tokens:
             break
         first += 1
     else:
-        actual = system + overhead
+        actual = system + overhead + reserved
     return dataclasses.replace(
         plan,
         keep_from=starts[first] if first < len(starts) else len(messages),
