@@ -55,7 +55,10 @@ def message_key(message: BaseMessage) -> Hashable:
     tool call id, chat role and ``additional_kwargs``.
 
     Two messages with equal keys get the same count from every counter this
-    package ships; editing any of these fields changes the key.
+    package ships; editing any of these fields changes the key. The fields are
+    those of ``message_fields``, spelled out here because this runs for every
+    message a cache has not seen: deriving the key from ``message_fields``
+    measured about 0.4 us a message slower.
     """
     content: Any = message.content
     if type(content) is not str:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
+    ChatMessage,
     HumanMessage,
     SystemMessage,
     ToolMessage,
@@ -27,6 +28,7 @@ from langchain_turntrim import (
     per_list,
     per_message,
 )
+from langchain_turntrim._counters import message_fields, message_key
 from tests import strategies
 from tests.lc import LENGTH, check_conversation, content_length, message_histories
 from tests.reference import reference_trim
@@ -378,3 +380,26 @@ def test_the_suite_wide_guard_catches_a_mutated_history() -> None:
 
     with pytest.raises(AssertionError, match="a history was mutated"):
         TurnTrimmer(max_tokens=10, token_counter=Vandal()).invoke([HumanMessage("x")])
+
+
+@pytest.mark.parametrize(
+    ("message", "field", "value"),
+    [
+        (HumanMessage("a"), "content", "b"),
+        (HumanMessage("a"), "name", "n"),
+        (HumanMessage("a"), "additional_kwargs", {"name": "n"}),
+        (AIMessage("a"), "tool_calls", [{"name": "f", "args": {}, "id": "1"}]),
+        (AIMessage("a"), "invalid_tool_calls", [{"name": "f", "args": "{", "id": "1"}]),
+        (ToolMessage("a", tool_call_id="1"), "tool_call_id", "2"),
+        (ChatMessage("a", role="user"), "role", "assistant"),
+    ],
+)
+def test_message_key_covers_every_field_the_identity_layer_checks(
+    message: BaseMessage, field: str, value: Any
+) -> None:
+    """message_key and message_fields spell the same fields out separately (for
+    speed): a field in one must change the other."""
+    before_key, before_fields = message_key(message), message_fields(message)
+    setattr(message, field, value)
+    assert message_key(message) != before_key
+    assert message_fields(message) != before_fields
