@@ -1,25 +1,46 @@
-"""Trim a chat history to a token budget, whole turns at a time."""
+"""Trim a chat history to a token budget, whole turns at a time.
+
+The layers, each depending only on those above it:
+
+* ``_core``: the turn algorithm on plain records (imports nothing from LangChain);
+* ``_messages``: LangChain messages in, turn kinds out;
+* ``_counting``: the counter interfaces, the built-in counters, the cache;
+* ``_trimmer`` (``TurnTrimmer``), ``_drop_in`` (``trim_turns``), with
+  ``_options``, ``_report``, ``_errors`` and ``_tracing``;
+* integrations: ``_middleware`` (``create_agent``), ``_langgraph``;
+* ``_cli``: the ``turntrim`` command.
+"""
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from langchain_turntrim._compat import trim_turns
 from langchain_turntrim._core import TrimPlan, plan_trim, trim_history
-from langchain_turntrim._counters import (
+from langchain_turntrim._counting import (
     DEFAULT_CACHE_SIZE,
     ApproximateCounter,
     CachedCounter,
+    ResolvedCounter,
+    TokenCounter,
     WholeListCounter,
     per_list,
     per_message,
+    resolve_counter,
 )
+from langchain_turntrim._drop_in import trim_turns
+from langchain_turntrim._errors import TurnTrimOverflowError
 from langchain_turntrim._langgraph import removals, trim_update
-from langchain_turntrim._protocol import TokenCounter
-from langchain_turntrim._runnable import TrimReport, TurnTrimmer, TurnTrimOverflowError
-from langchain_turntrim._tiktoken import EncodingUnavailableError, TiktokenCounter
+from langchain_turntrim._messages import TrimInput
+from langchain_turntrim._options import Mode, OnOverflow
+from langchain_turntrim._report import TrimReport
+from langchain_turntrim._trimmer import TurnTrimmer
 
 if TYPE_CHECKING:
+    from langchain_turntrim._counting.tiktoken_counter import (
+        EncodingUnavailableError as EncodingUnavailableError,
+    )
+    from langchain_turntrim._counting.tiktoken_counter import TiktokenCounter as TiktokenCounter
     from langchain_turntrim._middleware import TurnTrimMiddleware as TurnTrimMiddleware
+    from langchain_turntrim._middleware import TurnTrimStateMiddleware as TurnTrimStateMiddleware
 
 __version__ = "0.1.0.dev0"
 
@@ -28,8 +49,12 @@ __all__ = [
     "ApproximateCounter",
     "CachedCounter",
     "EncodingUnavailableError",
+    "Mode",
+    "OnOverflow",
+    "ResolvedCounter",
     "TiktokenCounter",
     "TokenCounter",
+    "TrimInput",
     "TrimPlan",
     "TrimReport",
     "TurnTrimOverflowError",
@@ -40,14 +65,21 @@ __all__ = [
     "per_message",
     "plan_trim",
     "removals",
+    "resolve_counter",
     "trim_history",
     "trim_turns",
     "trim_update",
 ]
 
-# Names that need an optional extra, imported on first use. Not in __all__, so
-# that `from langchain_turntrim import *` works without the extra.
-_LAZY = {"TurnTrimMiddleware": "langchain_turntrim._middleware"}  # [agents]
+# Names imported on first use: tiktoken is slow to import, and the middleware
+# needs an optional extra. The middleware's names are not in __all__, so that
+# `from langchain_turntrim import *` works without the extra.
+_LAZY = {
+    "EncodingUnavailableError": "langchain_turntrim._counting.tiktoken_counter",
+    "TiktokenCounter": "langchain_turntrim._counting.tiktoken_counter",
+    "TurnTrimMiddleware": "langchain_turntrim._middleware",  # [agents]
+    "TurnTrimStateMiddleware": "langchain_turntrim._middleware",  # [agents]
+}
 
 
 def __getattr__(name: str) -> Any:

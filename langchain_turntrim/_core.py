@@ -25,7 +25,8 @@ __all__ = [
     "ROLE_KINDS",
     "START",
     "TrimPlan",
-    "check_max_tokens",
+    "check_count",
+    "describe",
     "plan_costs",
     "plan_trim",
     "trim_history",
@@ -122,9 +123,13 @@ class TrimPlan:
         return tuple(i for i in self.pinned if i < self.keep_from)
 
 
-def check_max_tokens(value: object, name: str = "max_tokens") -> int:
+def check_count(value: object, name: str = "max_tokens") -> int:
     """Return ``value`` if it is a non-negative int (not a bool), else raise
-    ``TypeError``/``ValueError`` naming it ``name``."""
+    ``TypeError``/``ValueError`` naming it ``name``.
+
+    The one rule for every count and size the package accepts (budgets,
+    reserves, cache sizes, token counts), with one message style.
+    """
     if not isinstance(value, int) or isinstance(value, bool):
         msg = f"{name} must be an int, got {type(value).__name__} {value!r}"
         raise TypeError(msg)
@@ -202,8 +207,10 @@ def _finish(
     )
 
 
-def _describe(index: int, message: Mapping[str, Any]) -> str:
-    ident = message.get("id")
+def describe(index: int, message: object) -> str:
+    """``messages[3] (id 'abc')``: how every error names a message, a mapping's
+    ``"id"`` or an object's ``id`` attribute."""
+    ident = message.get("id") if isinstance(message, Mapping) else getattr(message, "id", None)
     return f"messages[{index}]" + (f" (id {ident!r})" if ident is not None else "")
 
 
@@ -215,7 +222,7 @@ def plan_trim(messages: Sequence[Mapping[str, Any]], max_tokens: int) -> TrimPla
     other keys are ignored. Raises ``TypeError``/``ValueError`` naming the
     offending index, id and field before anything is returned.
     """
-    check_max_tokens(max_tokens)
+    check_count(max_tokens)
     if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes, bytearray)):
         msg = f"messages must be a sequence of mappings, got {type(messages).__name__}"
         raise TypeError(msg)
@@ -256,7 +263,7 @@ def _check_message(index: int, message: object) -> tuple[int, int]:
     if not isinstance(message, Mapping):
         msg = f"messages[{index}] must be a mapping, got {type(message).__name__}"
         raise TypeError(msg)
-    where = _describe(index, message)
+    where = describe(index, message)
     for field in ("role", "tokens"):
         if field not in message:
             msg = f"{where} has no {field!r} field"

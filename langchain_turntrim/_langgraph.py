@@ -12,8 +12,9 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, RemoveMessage
 
-from langchain_turntrim._messages import describe
-from langchain_turntrim._runnable import TrimInput, TrimReport, TurnTrimmer
+from langchain_turntrim._messages import TrimInput, describe
+from langchain_turntrim._report import TrimReport
+from langchain_turntrim._trimmer import TurnTrimmer
 
 __all__ = ["removals", "remove_messages", "trim_update"]
 

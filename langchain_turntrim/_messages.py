@@ -11,6 +11,7 @@ from langchain_core.messages import (
     ChatMessage,
     FunctionMessage,
     HumanMessage,
+    MessageLikeRepresentation,
     RemoveMessage,
     SystemMessage,
     ToolMessage,
@@ -18,20 +19,25 @@ from langchain_core.messages import (
 )
 from langchain_core.prompt_values import PromptValue
 
-from langchain_turntrim._core import CONTINUE, PINNED, START
+from langchain_turntrim._core import CONTINUE, PINNED, ROLE_KINDS, START, describe
 
-__all__ = ["CHAT_ROLE_KINDS", "check_messages", "describe", "message_kinds", "to_messages"]
+__all__ = [
+    "CHAT_ROLE_KINDS",
+    "TrimInput",
+    "check_messages",
+    "describe",
+    "message_kinds",
+    "to_messages",
+]
 
-#: How a ``ChatMessage`` is treated, by its ``role``.
-CHAT_ROLE_KINDS: Final = {
-    "system": PINNED,
-    "developer": PINNED,
-    "user": START,
-    "human": START,
-    "assistant": CONTINUE,
-    "ai": CONTINUE,
-    "tool": CONTINUE,
-    "function": CONTINUE,
+#: What every entry point accepts as a history.
+TrimInput = PromptValue | Sequence[MessageLikeRepresentation]
+
+_ALIASES: Final = {"user": ("human",), "assistant": ("ai",)}
+#: How a ``ChatMessage`` (or an OpenAI-style dict) is treated, by its ``role``:
+#: the core's roles, each followed by LangChain's spelling of it (``human``, ``ai``).
+CHAT_ROLE_KINDS: Final[Mapping[str, int]] = {
+    name: kind for role, kind in ROLE_KINDS.items() for name in (role, *_ALIASES.get(role, ()))
 }
 _CHAT_ROLES: Final = ", ".join(repr(role) for role in CHAT_ROLE_KINDS)
 
@@ -44,12 +50,6 @@ _CLASS_KINDS: Final = (
     (FunctionMessage, CONTINUE),
 )
 _KIND_BY_TYPE: dict[type[BaseMessage], int] = dict(_CLASS_KINDS)
-
-
-def describe(index: int, message: object) -> str:
-    """``messages[3] (id 'abc')``: how errors name a message (or a message-like dict)."""
-    ident = message.get("id") if isinstance(message, Mapping) else getattr(message, "id", None)
-    return f"messages[{index}]" + (f" (id {ident!r})" if ident is not None else "")
 
 
 def to_messages(value: object) -> list[BaseMessage]:

@@ -38,6 +38,7 @@ from langchain_turntrim import (
     TiktokenCounter,
     TurnTrimmer,
     TurnTrimMiddleware,
+    TurnTrimStateMiddleware,
     per_list,
     per_message,
     removals,
@@ -326,7 +327,7 @@ CASES = [
         lambda h: TurnTrimmer(max_tokens=10, token_counter=42),
         None,
         TypeError,
-        "token_counter must be 'approximate', a TokenCounter",
+        "token_counter must be 'approximate', 'tiktoken:MODEL'",
         "TurnTrimmer-non-counter-object",
     ),
     p(
@@ -572,14 +573,14 @@ CASES = [
         "TurnTrimmer.for_model-no-profile",
     ),
     p(
-        lambda h: TurnTrimmer.for_model(fake_model({"max_input_tokens": 100}), 101),
+        lambda h: TurnTrimmer.for_model(fake_model({"max_input_tokens": 100}), reserve_tokens=101),
         None,
         ValueError,
         "reserve_tokens (101) exceeds the model's max_input_tokens (100)",
         "TurnTrimmer.for_model-reserve-too-large",
     ),
     p(
-        lambda h: TurnTrimmer.for_model(fake_model({"max_input_tokens": 100}), -1),
+        lambda h: TurnTrimmer.for_model(fake_model({"max_input_tokens": 100}), reserve_tokens=-1),
         None,
         ValueError,
         "must be >= 0, got -1",
@@ -593,7 +594,9 @@ CASES = [
         "TurnTrimMiddleware.for_model-no-profile",
     ),
     p(
-        lambda h: TurnTrimMiddleware.for_model(fake_model({"max_input_tokens": 100}), 500),
+        lambda h: TurnTrimMiddleware.for_model(
+            fake_model({"max_input_tokens": 100}), reserve_tokens=500
+        ),
         None,
         ValueError,
         "reserve_tokens (500) exceeds the model's max_input_tokens (100)",
@@ -673,18 +676,18 @@ CASES = [
     ),
     # -- TurnTrimMiddleware ------------------------------------------------------------------
     p(
-        lambda h: TurnTrimMiddleware(max_tokens=10, mode="State"),
+        lambda h: TurnTrimMiddleware(max_tokens=10, mode="state"),
         None,
-        ValueError,
-        "mode must be 'request' or 'state', got 'State'",
-        "TurnTrimMiddleware-mode-typo",
+        TypeError,
+        "unexpected keyword argument 'mode'",
+        "TurnTrimMiddleware-mode-is-a-class",
     ),
     p(
-        lambda h: TurnTrimMiddleware(max_tokens=10, mode=None),
+        lambda h: TurnTrimMiddleware(10, "approximate"),
         None,
-        ValueError,
-        "mode must be 'request' or 'state', got None",
-        "TurnTrimMiddleware-mode-None",
+        TypeError,
+        "takes 2 positional arguments but 3 were given",
+        "TurnTrimMiddleware-options-are-keyword-only",
     ),
     p(
         lambda h: TurnTrimMiddleware(max_tokens=10, on_overflow="truncate"),
@@ -745,14 +748,14 @@ CASES = [
         "awrap_model_call-non-message",
     ),
     p(
-        lambda h: TurnTrimMiddleware(max_tokens=100, mode="state").state_update(h),
+        lambda h: TurnTrimStateMiddleware(max_tokens=100).state_update(h),
         messages(BAD_CHAT),
         ValueError,
         "messages[2] (id 'c2'): unknown ChatMessage role 'User'",
         "state_update-ChatMessage-unknown-role",
     ),
     p(
-        lambda h: TurnTrimMiddleware(max_tokens=10, mode="state").state_update(h),
+        lambda h: TurnTrimStateMiddleware(max_tokens=10).state_update(h),
         NO_ID,
         ValueError,
         "messages[1] is dropped but has no id",
@@ -843,7 +846,7 @@ CASES = [
         cli("--max-tokens", "10", "--counter", "tiktoken:"),
         [{"role": "user", "content": "hi", "id": "u1"}],
         EXIT_2,
-        "--counter tiktoken: needs a model or an encoding",
+        "--token-counter tiktoken: needs a model or an encoding",
         "cli-tiktoken-without-name",
     ),
 ]

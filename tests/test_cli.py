@@ -18,7 +18,7 @@ from langchain_core.messages import convert_to_messages
 
 import langchain_turntrim
 from langchain_turntrim import ApproximateCounter, TiktokenCounter
-from langchain_turntrim._cli import DEMO_MAX_TOKENS, main
+from langchain_turntrim._cli.app import DEMO_MAX_TOKENS, main
 
 SPEC = [
     {"id": "s0", "role": "system", "tokens": 20},

@@ -28,7 +28,7 @@ from langchain_turntrim import (
     per_list,
     per_message,
 )
-from langchain_turntrim._counters import message_fields, message_key
+from langchain_turntrim._counting.keys import message_fields, message_key
 from tests import strategies
 from tests.lc import LENGTH, check_conversation, content_length, message_histories
 from tests.reference import reference_trim
@@ -345,7 +345,7 @@ def test_approximate_counter_equals_langchain_for_every_message(message: BaseMes
     ("factory", "fragment"),
     [
         (lambda: per_message(3), "per_message needs a callable, got int"),  # type: ignore[arg-type]
-        (lambda: per_list("len"), "WholeListCounter needs a callable, got str"),  # type: ignore[arg-type]
+        (lambda: per_list("len"), "per_list needs a callable, got str"),  # type: ignore[arg-type]
     ],
 )
 def test_explicit_wrappers_reject_non_callables(factory: Any, fragment: str) -> None:

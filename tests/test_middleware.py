@@ -35,8 +35,8 @@ from pydantic import Field
 
 from langchain_turntrim import TiktokenCounter, TurnTrimmer, TurnTrimOverflowError, per_list
 from langchain_turntrim._core import plan_trim
-from langchain_turntrim._counters import resolve_counter
-from langchain_turntrim._middleware import TurnTrimMiddleware, tool_tokens
+from langchain_turntrim._counting import resolve_counter
+from langchain_turntrim._middleware import TurnTrimMiddleware, TurnTrimStateMiddleware
 from langchain_turntrim._tracing import (
     EVENT_NAME,
     METADATA_KEY,
@@ -46,6 +46,8 @@ from langchain_turntrim._tracing import (
 )
 from langchain_turntrim._tracing import SUMMARY_KEYS as DOCUMENTED_KEYS
 
+#: The middleware class of each mode.
+MIDDLEWARE = {"request": TurnTrimMiddleware, "state": TurnTrimStateMiddleware}
 SYSTEM = "You are a terse research assistant. Answer in one sentence."
 BUDGET = 330
 TURNS = 25
@@ -159,7 +161,7 @@ def test_25_turn_agent_never_sees_a_broken_or_oversized_history(
 ):
     token_counter, count, budget = COUNTERS[counter_name]
     model = ToolCallingFake()
-    middleware = TurnTrimMiddleware(budget, token_counter, mode=mode)  # type: ignore[arg-type]
+    middleware = MIDDLEWARE[mode](budget, token_counter=token_counter)
     agent = create_agent(
         model,
         tools=[lookup],
@@ -320,35 +322,35 @@ def test_agent_with_on_overflow_raise_raises_a_context_overflow_error(run):
     assert isinstance(caught.value, TurnTrimOverflowError)
 
 
-# -- tool_tokens -----------------------------------------------------------------
+# -- count_tools -----------------------------------------------------------------
 
 
-def test_tool_tokens_approximate_is_langchains_own_estimate():
+def test_count_tools_approximate_is_langchains_own_estimate():
     counter = resolve_counter("approximate")
-    assert tool_tokens(counter, []) == 0
-    assert tool_tokens(counter, [lookup]) == count_tokens_approximately([], tools=[lookup])
+    assert counter.count_tools([]) == 0
+    assert counter.count_tools([lookup]) == count_tokens_approximately([], tools=[lookup])
     provider_tool = {"type": "web_search_preview"}
     both = count_tokens_approximately([], tools=[lookup, provider_tool])
-    assert tool_tokens(counter, [lookup, provider_tool]) == both
+    assert counter.count_tools([lookup, provider_tool]) == both
 
 
-def test_tool_tokens_token_counter_counts_each_schema_as_a_system_message(tiktoken_cache):
+def test_count_tools_token_counter_counts_each_schema_as_a_system_message(tiktoken_cache):
     counter = TiktokenCounter("gpt-4")
     schema = SystemMessage(json.dumps(convert_to_openai_tool(lookup), ensure_ascii=False))
     expected = counter.count_each([schema])[0]
-    assert tool_tokens(counter, [lookup]) == expected
+    assert counter.count_tools([lookup]) == expected
     cached = resolve_counter(counter)
-    assert tool_tokens(cached, [lookup, lookup]) == 2 * expected
+    assert cached.count_tools([lookup, lookup]) == 2 * expected
 
 
-def test_tool_tokens_whole_list_counter_counts_the_schemas_as_one_list():
+def test_count_tools_whole_list_counter_counts_the_schemas_as_one_list():
     seen: list[list[BaseMessage]] = []
 
     def count(messages: list[BaseMessage]) -> int:
         seen.append(messages)
         return 7 * len(messages)
 
-    assert tool_tokens(per_list(count), [lookup, lookup]) == 14
+    assert per_list(count).count_tools([lookup, lookup]) == 14
     assert all(isinstance(m, SystemMessage) for m in seen[0])
 
 
@@ -356,8 +358,8 @@ def test_tool_tokens_whole_list_counter_counts_the_schemas_as_one_list():
 
 
 def test_configuration_is_checked_at_construction():
-    with pytest.raises(ValueError, match="mode must be 'request' or 'state'"):
-        TurnTrimMiddleware(max_tokens=10, mode="both")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="mode"):
+        TurnTrimMiddleware(max_tokens=10, mode="state")  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="on_overflow"):
         TurnTrimMiddleware(max_tokens=10, on_overflow="warn")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="max_tokens must be an int"):
@@ -368,41 +370,47 @@ def test_configuration_is_checked_at_construction():
 
 def test_modes_name_and_hooks():
     request_mode = TurnTrimMiddleware(100)
-    state_mode = TurnTrimMiddleware(100, "approximate", "drop", "state")
+    state_mode = TurnTrimStateMiddleware(100, token_counter="approximate", on_overflow="drop")
+    assert type(request_mode) is TurnTrimMiddleware
+    assert type(state_mode) is TurnTrimStateMiddleware
     assert request_mode.mode == "request"
     assert state_mode.mode == "state"
     assert isinstance(state_mode, TurnTrimMiddleware)
-    assert request_mode.name == state_mode.name == "TurnTrimMiddleware"
+    assert request_mode.name == "TurnTrimMiddleware"
+    assert state_mode.name == "TurnTrimStateMiddleware"
     # Only the state mode adds a before_model node to the agent's graph.
     nodes = set(create_agent(ToolCallingFake(), middleware=[request_mode]).get_graph().nodes)
-    assert "TurnTrimMiddleware.before_model" not in nodes
+    assert not any(node.endswith(".before_model") for node in nodes)
     nodes = set(create_agent(ToolCallingFake(), middleware=[state_mode]).get_graph().nodes)
-    assert "TurnTrimMiddleware.before_model" in nodes
+    assert "TurnTrimStateMiddleware.before_model" in nodes
     assert isinstance(state_mode.trimmer, TurnTrimmer)
     assert state_mode.max_tokens == 100
-    assert "mode='state'" in repr(state_mode)
+    assert repr(state_mode).startswith("TurnTrimStateMiddleware(max_tokens=100,")
 
 
 def test_subclasses_keep_their_overrides_in_both_modes():
-    class NamedTrim(TurnTrimMiddleware):
+    class NamedTrim(TurnTrimStateMiddleware):
         calls = 0
 
         def wrap_model_call(self, request, handler):
             NamedTrim.calls += 1
             return super().wrap_model_call(request, handler)
 
-    state_mode = NamedTrim(1_000, mode="state")
-    assert isinstance(state_mode, NamedTrim)
-    assert type(state_mode) is type(NamedTrim(1_000, mode="state"))  # one class per subclass
+    state_mode = NamedTrim(1_000)
+    assert type(state_mode) is NamedTrim
     assert state_mode.name == "NamedTrim"
     agent = create_agent(ToolCallingFake(), tools=[lookup], middleware=[state_mode])
     assert "NamedTrim.before_model" in agent.get_graph().nodes
     agent.invoke({"messages": [question(1)]})
     assert NamedTrim.calls == 2
-    assert NamedTrim(1_000).name == "NamedTrim"
+
+    class RequestTrim(TurnTrimMiddleware):
+        pass
+
+    assert RequestTrim(1_000).name == "RequestTrim"
     assert (
-        "NamedTrim.before_model"
-        not in create_agent(ToolCallingFake(), middleware=[NamedTrim(1_000)]).get_graph().nodes
+        "RequestTrim.before_model"
+        not in create_agent(ToolCallingFake(), middleware=[RequestTrim(1_000)]).get_graph().nodes
     )
 
 
@@ -410,7 +418,8 @@ def test_for_model_sizes_the_budget_from_the_profile(tiktoken_cache):
     from langchain_openai import ChatOpenAI
 
     model = ChatOpenAI(model="gpt-4", api_key="sk-placeholder")  # type: ignore[arg-type]
-    middleware = TurnTrimMiddleware.for_model(model, reserve_tokens=1000, mode="state")
+    middleware = TurnTrimStateMiddleware.for_model(model, reserve_tokens=1000)
+    assert type(middleware) is TurnTrimStateMiddleware
     assert middleware.max_tokens == 8192 - 1000
     assert middleware.mode == "state"
     assert middleware.trimmer.counter.counter == TiktokenCounter("gpt-4")  # type: ignore[union-attr]
@@ -434,7 +443,7 @@ def test_state_update_removes_dropped_turns_but_never_the_newest():
     messages = history(5)
     for i, m in enumerate(messages):
         m.id = f"m{i}"
-    middleware = TurnTrimMiddleware(max_tokens=120, mode="state")
+    middleware = TurnTrimStateMiddleware(max_tokens=120)
     update = middleware.state_update(messages)
     assert update is not None
     removed = [m.id for m in update["messages"]]
@@ -446,7 +455,7 @@ def test_state_update_removes_dropped_turns_but_never_the_newest():
     assert middleware.state_update(messages[kept_from:]) is None
     # The newest turn stays in the state even when it alone is over budget.
     huge = [*messages, HumanMessage("big " * 500, id="new")]
-    update = TurnTrimMiddleware(max_tokens=50, mode="state").state_update(huge)
+    update = TurnTrimStateMiddleware(max_tokens=50).state_update(huge)
     assert update is not None
     assert [m.id for m in update["messages"]] == [m.id for m in messages]
 
@@ -455,7 +464,7 @@ def test_state_update_names_a_dropped_message_without_an_id():
     messages = history(3)
     for i, m in enumerate(messages[1:], 1):
         m.id = f"m{i}"
-    middleware = TurnTrimMiddleware(max_tokens=40, mode="state")
+    middleware = TurnTrimStateMiddleware(max_tokens=40)
     with pytest.raises(ValueError, match=r"messages\[0\] is dropped but has no id"):
         middleware.state_update(messages)
 
@@ -466,7 +475,7 @@ def test_state_mode_keeps_the_newest_turn_when_it_does_not_fit(run):
         model,
         tools=[lookup],
         system_prompt=SYSTEM,
-        middleware=[TurnTrimMiddleware(max_tokens=60, mode="state")],
+        middleware=[TurnTrimStateMiddleware(max_tokens=60)],
         checkpointer=InMemorySaver(),
     )
     config = {"configurable": {"thread_id": "huge"}}
@@ -523,7 +532,7 @@ def test_middleware_trims_show_in_the_trace_and_as_events(mode: str, run):
         model,
         tools=[lookup],
         system_prompt=SYSTEM,
-        middleware=[TurnTrimMiddleware(max_tokens=BUDGET, mode=mode)],  # type: ignore[arg-type]
+        middleware=[MIDDLEWARE[mode](max_tokens=BUDGET)],
         checkpointer=InMemorySaver(),
     )
     recorder = Recorder()
@@ -549,7 +558,7 @@ def test_middleware_trims_show_in_the_trace_and_as_events(mode: str, run):
     events_by_run = {rid: data for _, data, rid in recorder.events}
     assert all(events_by_run[r.id] == r.metadata["turntrim"] for r in traced)
     if mode == "state":
-        hook_runs = [r for r in traced if r.name == "TurnTrimMiddleware.before_model"]
+        hook_runs = [r for r in traced if r.name == "TurnTrimStateMiddleware.before_model"]
         assert len(hook_runs) == 16
         assert any(r.metadata["turntrim"]["removed_from_state"] for r in hook_runs)
     # Metadata is set per run, never on a dict other runs share.

@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pytest_socket import SocketBlockedError
 
 from langchain_turntrim import TiktokenCounter, TurnTrimmer, per_message
-from langchain_turntrim._deep import deep_repr, safe_repr
+from langchain_turntrim._safe_repr import deep_repr, safe_repr
 
 
 def nested(depth: int) -> dict[str, Any]:

@@ -8,8 +8,10 @@ from typing import Any, overload
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
 
-from langchain_turntrim._counters import DEFAULT_CACHE_SIZE
-from langchain_turntrim._runnable import OnOverflow, TrimInput, TurnTrimmer
+from langchain_turntrim._counting import DEFAULT_CACHE_SIZE
+from langchain_turntrim._messages import TrimInput
+from langchain_turntrim._options import OnOverflow
+from langchain_turntrim._trimmer import TurnTrimmer
 
 __all__ = ["trim_turns"]
 
@@ -32,7 +34,7 @@ def trim_turns(
     messages: None = None,
     *,
     max_tokens: int,
-    token_counter: Any,
+    token_counter: Any = ...,
     strategy: str = ...,
     start_on: Any = ...,
     include_system: bool = ...,
@@ -47,7 +49,7 @@ def trim_turns(
     messages: TrimInput,
     *,
     max_tokens: int,
-    token_counter: Any,
+    token_counter: Any = ...,
     strategy: str = ...,
     start_on: Any = ...,
     include_system: bool = ...,
@@ -61,7 +63,7 @@ def trim_turns(
     messages: TrimInput | None = None,
     *,
     max_tokens: int,
-    token_counter: Any,
+    token_counter: Any = "approximate",
     strategy: str = "last",
     start_on: Any = "human",
     include_system: bool = True,
@@ -80,7 +82,9 @@ def trim_turns(
     system message (``strategy="first"``, ``allow_partial=True``, ``end_on``,
     ``include_system=False``, a ``start_on`` other than human) raise
     ``ValueError``. ``start_on=None`` is accepted: the result starts on a
-    human message anyway.
+    human message anyway. ``token_counter``, ``on_overflow`` and
+    ``cache_size`` mean what they mean for ``TurnTrimmer``, with the same
+    defaults.
     """
     problems = []
     if strategy != "last":

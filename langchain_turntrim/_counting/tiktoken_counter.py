@@ -25,8 +25,9 @@ from langchain_core.messages import (
     is_data_content_block,
 )
 
-from langchain_turntrim._deep import deep_repr
+from langchain_turntrim._counting.additive import AdditiveCounter
 from langchain_turntrim._messages import check_messages
+from langchain_turntrim._safe_repr import deep_repr
 
 __all__ = ["EncodingUnavailableError", "TiktokenCounter"]
 
@@ -128,7 +129,7 @@ def _image_tokens(block: dict[str, Any]) -> int:
     return IMAGE_TOKENS
 
 
-class TiktokenCounter:
+class TiktokenCounter(AdditiveCounter):
     """Count OpenAI chat tokens per message, exactly as ``ChatOpenAI`` does, offline.
 
     ``sum(counter.count_each(messages)) + counter.overhead`` equals

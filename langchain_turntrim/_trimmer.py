@@ -4,102 +4,23 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
-from langchain_core.exceptions import ContextOverflowError
-from langchain_core.messages import BaseMessage, MessageLikeRepresentation
-from langchain_core.prompt_values import PromptValue
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, PrivateAttr
 
-from langchain_turntrim._core import TrimPlan, check_max_tokens
-from langchain_turntrim._counters import (
-    DEFAULT_CACHE_SIZE,
-    Counter,
-    WholeListCounter,
-    resolve_counter,
-)
-from langchain_turntrim._messages import message_kinds, to_messages
-from langchain_turntrim._plan import plan_messages
+from langchain_turntrim._core import TrimPlan, check_count
+from langchain_turntrim._counting import DEFAULT_CACHE_SIZE, ResolvedCounter, resolve_counter
+from langchain_turntrim._errors import check_overflow
+from langchain_turntrim._messages import TrimInput, message_kinds, to_messages
+from langchain_turntrim._options import ON_OVERFLOW, OnOverflow, check_choice
+from langchain_turntrim._report import TrimReport
 from langchain_turntrim._tracing import areport_trim, report_trim
 
-__all__ = ["TrimInput", "TrimReport", "TurnTrimOverflowError", "TurnTrimmer"]
-
-TrimInput = PromptValue | Sequence[MessageLikeRepresentation]
-OnOverflow = Literal["drop", "raise"]
-
-
-class TurnTrimOverflowError(ContextOverflowError):
-    """Not even the newest turn fits beside the system messages.
-
-    Raised by ``on_overflow="raise"`` instead of returning only the system
-    messages.
-    """
-
-    def __init__(self, max_tokens: int, system_tokens: int, newest_turn_tokens: int) -> None:
-        self.max_tokens = max_tokens
-        self.system_tokens = system_tokens
-        self.newest_turn_tokens = newest_turn_tokens
-        super().__init__(
-            f"the newest turn ({newest_turn_tokens} tokens) does not fit beside the "
-            f"system messages ({system_tokens} tokens) in a budget of {max_tokens} tokens"
-        )
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.max_tokens, self.system_tokens, self.newest_turn_tokens))
-
-
-@dataclass(frozen=True)
-class TrimReport:
-    """The kept messages and what the trim dropped.
-
-    ``kept`` and ``dropped`` hold the caller's message objects, in order.
-    """
-
-    kept: list[BaseMessage]
-    dropped: list[BaseMessage]
-    plan: TrimPlan
-
-    @property
-    def dropped_turns(self) -> int:
-        return self.plan.dropped_turns
-
-    @property
-    def tokens_before(self) -> int:
-        return self.plan.tokens_before
-
-    @property
-    def tokens_after(self) -> int:
-        return self.plan.tokens_after
-
-    @property
-    def max_tokens(self) -> int:
-        return self.plan.max_tokens
-
-    @property
-    def system_tokens(self) -> int:
-        return self.plan.system_tokens
-
-    @property
-    def budget_met(self) -> bool:
-        return self.plan.budget_met
-
-
-def check_overflow(plan: TrimPlan, on_overflow: OnOverflow) -> None:
-    """Under ``on_overflow="raise"``, raise when not even the newest turn fits."""
-    if on_overflow == "raise" and (not plan.budget_met or (plan.turns and not plan.kept_turns)):
-        raise TurnTrimOverflowError(
-            plan.max_tokens, plan.system_tokens + plan.overhead_tokens, plan.newest_turn_tokens
-        )
-
-
-def _check_on_overflow(value: object) -> None:
-    if value not in ("drop", "raise"):
-        msg = f"on_overflow must be 'drop' or 'raise', got {value!r}"
-        raise ValueError(msg)
+__all__ = ["TurnTrimmer", "model_budget"]
 
 
 class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
@@ -132,19 +53,20 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    _counter: Counter = PrivateAttr()
+    _counter: ResolvedCounter = PrivateAttr()
 
     def __init__(
         self,
         max_tokens: int,
+        *,
         token_counter: Any = "approximate",
         on_overflow: OnOverflow = "drop",
         cache_size: int = DEFAULT_CACHE_SIZE,
         **kwargs: Any,
     ) -> None:
-        check_max_tokens(max_tokens)
-        check_max_tokens(cache_size, "cache_size")
-        _check_on_overflow(on_overflow)
+        check_count(max_tokens)
+        check_count(cache_size, "cache_size")
+        check_choice(on_overflow, "on_overflow", ON_OVERFLOW)
         counter = resolve_counter(token_counter, cache_size)
         fields: dict[str, Any] = {
             "max_tokens": max_tokens,
@@ -159,8 +81,8 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
     def for_model(
         cls,
         chat_model: Any,
-        reserve_tokens: int = 0,
         *,
+        reserve_tokens: int = 0,
         on_overflow: OnOverflow = "drop",
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> TurnTrimmer:
@@ -178,7 +100,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         )
 
     @property
-    def counter(self) -> Counter:
+    def counter(self) -> ResolvedCounter:
         """The resolved counter (with its cache)."""
         return self._counter
 
@@ -203,7 +125,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
 
     def plan(self, messages: Sequence[BaseMessage]) -> TrimPlan:
         """The plan for a list of ``BaseMessage`` (no conversion, no logging, no tracing)."""
-        plan = plan_messages(messages, message_kinds(messages), self._counter, self.max_tokens)
+        plan = self._counter.plan(messages, message_kinds(messages), self.max_tokens)
         check_overflow(plan, self.on_overflow)
         return plan
 
@@ -227,7 +149,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         self, value: TrimInput, run_manager: AsyncCallbackManagerForChainRun
     ) -> list[BaseMessage]:
         items = to_messages(value)
-        if isinstance(self._counter, WholeListCounter):
+        if self._counter.blocking:
             # A model's counter may be a network call: keep the loop free.
             plan = await run_in_executor(None, self.plan, items)
         else:
@@ -255,7 +177,7 @@ for _method in (TurnTrimmer._trim_in_run, TurnTrimmer._atrim_in_run):
 
 def model_budget(chat_model: Any, reserve_tokens: int) -> int:
     """``chat_model.profile["max_input_tokens"] - reserve_tokens``, checked."""
-    check_max_tokens(reserve_tokens, "reserve_tokens")
+    check_count(reserve_tokens, "reserve_tokens")
     profile = getattr(chat_model, "profile", None)
     limit = profile.get("max_input_tokens") if isinstance(profile, dict) else None
     if not isinstance(limit, int) or isinstance(limit, bool):

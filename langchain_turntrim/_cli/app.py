@@ -1,0 +1,306 @@
+"""``turntrim``: trim or inspect a chat transcript from the shell.
+
+``turntrim trim`` writes the kept messages in the input's own shape (a JSON
+array, an object with a ``"messages"`` array, or JSONL), each one exactly as it
+was read, so it can sit in a pipeline. ``turntrim report`` shows a table of the
+turns for a human (it needs ``rich``: ``pip install langchain-turntrim[cli]``),
+and ``turntrim demo`` runs the report on a conversation shipped with the
+package. Every error is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Final, NoReturn
+
+from langchain_turntrim import __version__
+from langchain_turntrim._cli.transcript import (
+    InputError,
+    Transcript,
+    dump,
+    parse,
+    read_transcript,
+    to_messages,
+    write,
+)
+from langchain_turntrim._core import ROLE_KINDS, TrimPlan, plan_trim
+from langchain_turntrim._counting import ApproximateCounter, TokenCounter
+from langchain_turntrim._counting.resolve import tiktoken_shortcut
+from langchain_turntrim._errors import TurnTrimOverflowError, check_overflow
+from langchain_turntrim._messages import message_kinds
+from langchain_turntrim._options import ON_OVERFLOW, OnOverflow
+from langchain_turntrim._trimmer import TurnTrimmer
+
+__all__ = ["main"]
+
+PROG: Final = "turntrim"
+#: The budget ``turntrim demo`` trims the sample conversation to.
+DEMO_MAX_TOKENS: Final = 1200
+SAMPLE: Final = "sample_conversation.json"
+RICH_MISSING: Final = (
+    "the report needs rich, which is not installed: pip install 'langchain-turntrim[cli]'"
+)
+
+_EPILOG: Final = """\
+examples:
+  turntrim trim chat.json --max-tokens 8000 > trimmed.json
+  turntrim trim history.jsonl --max-tokens 128000 --token-counter tiktoken:gpt-4o
+  cat chat.json | turntrim trim - --max-tokens 4000 --token-counter tiktoken:cl100k_base
+  turntrim trim records.json --max-tokens 100 --token-counter field
+  turntrim report chat.json --max-tokens 8000
+  turntrim demo
+
+input: a JSON array of OpenAI chat messages (role, content, tool_calls,
+tool_call_id, name), an object with a "messages" array (other keys are kept),
+or JSONL (one message per line); "-" reads stdin. With --counter field, each
+message is a record {id, role, tokens} and its "tokens" is its cost.
+
+counters (--token-counter, or --counter): approximate (default; LangChain's
+count_tokens_approximately),
+tiktoken:MODEL or tiktoken:ENCODING (OpenAI's exact count, offline once the
+encoding file is cached), field (the "tokens" of each message).
+
+exit status: 0 on success, 2 on any error (one line on stderr)."""
+
+
+class RichMissingError(ImportError):
+    """``report``/``demo`` need ``rich``."""
+
+
+@dataclass(frozen=True)
+class CounterChoice:
+    """What ``--counter`` asked for: ``counter`` is None for ``field``."""
+
+    label: str
+    counter: TokenCounter | None
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A plan, and (for the report) each message's turn kind and cost."""
+
+    plan: TrimPlan
+    kinds: list[int]
+    costs: list[int]
+
+
+# -- command line ---------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{PROG}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="Trim a chat transcript to a token budget, whole turns at a time.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    trim = commands.add_parser(
+        "trim", help="write the kept messages, in the input's format, to stdout"
+    )
+    _add_trim_arguments(trim)
+    trim.set_defaults(run=_run_trim)
+    report = commands.add_parser("report", help="show what a trim keeps and drops, turn by turn")
+    _add_trim_arguments(report)
+    report.set_defaults(run=_run_report)
+    demo = commands.add_parser("demo", help="the report on a sample conversation (no network)")
+    demo.add_argument(
+        "--max-tokens",
+        type=int,
+        default=DEMO_MAX_TOKENS,
+        metavar="N",
+        help=f"the budget (default: {DEMO_MAX_TOKENS})",
+    )
+    demo.set_defaults(run=_run_demo)
+    return parser
+
+
+def _add_trim_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help='the transcript; "-" reads stdin')
+    parser.add_argument(
+        "--max-tokens", type=int, required=True, metavar="N", help="the token budget"
+    )
+    parser.add_argument(
+        "--token-counter",
+        "--counter",
+        dest="counter",
+        default="approximate",
+        metavar="COUNTER",
+        help="approximate (default), tiktoken:MODEL, tiktoken:ENCODING or field",
+    )
+    parser.add_argument(
+        "--on-overflow",
+        choices=ON_OVERFLOW,
+        default="drop",
+        help="when not even the newest turn fits: drop it (default) or raise an error",
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``turntrim`` with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(None if argv is None else list(argv))
+    except SystemExit as exit_:  # --help, --version and usage errors
+        return _exit_status(exit_.code)
+    run: Callable[[argparse.Namespace], int] = args.run
+    try:
+        return run(args)
+    except RichMissingError:
+        return _fail(RICH_MISSING)
+    except BrokenPipeError:  # e.g. `turntrim trim big.json ... | head`: not an error
+        _silence_stdout()
+        return 1
+    except (TypeError, ValueError, OSError, TurnTrimOverflowError) as error:
+        # json.JSONDecodeError is a ValueError
+        return _fail(str(error))
+
+
+def _exit_status(code: object) -> int:
+    if code is None:
+        return 0
+    return code if isinstance(code, int) else 2
+
+
+def _fail(message: str) -> int:
+    # Library messages may span lines; the contract is one line.
+    sys.stderr.write(f"{PROG}: error: {' '.join(message.split())}\n")
+    return 2
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, keep Python's exit-time flush from raising again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real file descriptor (e.g. captured)
+        pass
+
+
+# -- commands -------------------------------------------------------------------------------
+
+
+def _run_trim(args: argparse.Namespace) -> int:
+    max_tokens = _check_budget(args.max_tokens)
+    choice = _choose_counter(args.counter)
+    transcript = read_transcript(args.file)
+    planned = _plan(transcript, choice, max_tokens, args.on_overflow, with_costs=False)
+    write(dump(transcript, planned.plan.select(transcript.messages)))
+    return 0
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    _require_rich()
+    max_tokens = _check_budget(args.max_tokens)
+    choice = _choose_counter(args.counter)
+    transcript = read_transcript(args.file)
+    _show_report(transcript, choice, max_tokens, args.on_overflow)
+    return 0
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    _require_rich()
+    from langchain_turntrim._cli.tables import render_messages  # noqa: PLC0415
+
+    max_tokens = _check_budget(args.max_tokens)
+    text = resources.files("langchain_turntrim._cli").joinpath(SAMPLE).read_text(encoding="utf-8")
+    transcript = parse(text, SAMPLE)
+    choice = CounterChoice("approximate", ApproximateCounter())
+    plan = _show_report(transcript, choice, max_tokens, "drop")
+    render_messages(plan.select(transcript.messages), plan.size, sys.stdout)
+    return 0
+
+
+def _show_report(
+    transcript: Transcript, choice: CounterChoice, max_tokens: int, on_overflow: OnOverflow
+) -> TrimPlan:
+    from langchain_turntrim._cli.tables import render, summarize  # noqa: PLC0415
+
+    planned = _plan(transcript, choice, max_tokens, on_overflow, with_costs=True)
+    summary = summarize(transcript.messages, planned.kinds, planned.costs, planned.plan)
+    title = f"{transcript.source}: budget {max_tokens:,} tokens, counter {choice.label}"
+    render(summary, title, sys.stdout)
+    return planned.plan
+
+
+def _require_rich() -> None:
+    """Fail before any work when rich (the ``cli`` extra) is missing."""
+    try:
+        import rich  # noqa: F401, PLC0415
+    except ImportError as error:
+        raise RichMissingError(RICH_MISSING) from error
+
+
+def _check_budget(max_tokens: int) -> int:
+    if max_tokens < 0:
+        msg = f"--max-tokens must be >= 0, got {max_tokens}"
+        raise InputError(msg)
+    return max_tokens
+
+
+def _choose_counter(spec: str) -> CounterChoice:
+    """``approximate``, ``field``, ``tiktoken:ENCODING`` or ``tiktoken:MODEL``
+    (the library's ``token_counter`` shortcuts, plus ``field``)."""
+    if spec == "approximate":
+        return CounterChoice(spec, ApproximateCounter())
+    if spec == "field":
+        return CounterChoice(spec, None)
+    if not spec.startswith("tiktoken:"):
+        msg = (
+            f"unknown counter {spec!r}; use approximate, field, tiktoken:MODEL "
+            "(e.g. tiktoken:gpt-4o) or tiktoken:ENCODING (e.g. tiktoken:o200k_base)"
+        )
+        raise InputError(msg)
+    if not spec.partition(":")[2].strip():
+        msg = "--token-counter tiktoken: needs a model or an encoding, e.g. tiktoken:gpt-4o"
+        raise InputError(msg)
+    counter = tiktoken_shortcut(spec)
+    encoding = getattr(counter, "encoding", None)
+    label = spec.strip() + (f" ({encoding.name})" if encoding is not None else "")
+    return CounterChoice(label, counter)
+
+
+# -- planning -------------------------------------------------------------------------------
+
+
+def _plan(
+    transcript: Transcript,
+    choice: CounterChoice,
+    max_tokens: int,
+    on_overflow: OnOverflow,
+    *,
+    with_costs: bool,
+) -> Planned:
+    """Plan the trim; with ``with_costs``, also each message's turn kind and cost."""
+    records = transcript.messages
+    if choice.counter is None:
+        plan = plan_trim(records, max_tokens)  # validates every record
+        check_overflow(plan, on_overflow)
+        if not with_costs:
+            return Planned(plan, [], [])
+        return Planned(
+            plan, [ROLE_KINDS[r["role"]] for r in records], [r["tokens"] for r in records]
+        )
+    messages = to_messages(transcript)
+    # One plan per run: a cache would only cost time.
+    trimmer = TurnTrimmer(
+        max_tokens=max_tokens,
+        token_counter=choice.counter,
+        on_overflow=on_overflow,
+        cache_size=0,
+    )
+    plan = trimmer.plan(messages)
+    if not with_costs:
+        return Planned(plan, [], [])
+    return Planned(plan, message_kinds(messages), choice.counter.count_each(messages))

@@ -1,0 +1,51 @@
+"""Counters from plain functions: ``per_message`` and ``per_list``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from langchain_core.messages import BaseMessage
+
+from langchain_turntrim._counting.additive import AdditiveCounter
+from langchain_turntrim._counting.protocol import TokenCounter
+from langchain_turntrim._counting.whole_list import WholeListCounter
+from langchain_turntrim._messages import check_messages
+
+__all__ = ["per_list", "per_message"]
+
+
+class _MessageFunctionCounter(AdditiveCounter):
+    """A ``BaseMessage -> int`` function, summed over the messages."""
+
+    overhead: Final = 0
+
+    def __init__(self, function: Callable[[BaseMessage], int]) -> None:
+        self.function = function
+
+    def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+        check_messages(messages)
+        return list(map(self.function, messages))
+
+    def __repr__(self) -> str:
+        return f"per_message({self.function!r})"
+
+
+def per_message(function: Callable[[BaseMessage], int]) -> TokenCounter:
+    """Say explicitly that ``function`` counts one message (``BaseMessage -> int``).
+
+    The list's count is the sum of the messages' counts.
+    """
+    if not callable(function):
+        msg = f"per_message needs a callable, got {type(function).__name__}"
+        raise TypeError(msg)
+    return _MessageFunctionCounter(function)
+
+
+def per_list(function: Callable[[list[BaseMessage]], int]) -> WholeListCounter:
+    """Say explicitly that ``function`` counts a whole list (``list[BaseMessage] -> int``),
+    like ``len`` or ``count_tokens_approximately``."""
+    if not callable(function):
+        msg = f"per_list needs a callable, got {type(function).__name__}"
+        raise TypeError(msg)
+    return WholeListCounter(function)

@@ -1,0 +1,128 @@
+"""``resolve_counter``: what a user passed as ``token_counter``, made ready for planning."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langchain_core.messages.utils import count_tokens_approximately
+
+from langchain_turntrim._core import check_count
+from langchain_turntrim._counting.additive import AdditiveCounter, Uncached
+from langchain_turntrim._counting.approximate import ApproximateCounter
+from langchain_turntrim._counting.cache import DEFAULT_CACHE_SIZE, CachedCounter
+from langchain_turntrim._counting.functions import per_message
+from langchain_turntrim._counting.protocol import ResolvedCounter, TokenCounter
+from langchain_turntrim._counting.whole_list import WholeListCounter
+
+__all__ = ["SHORTCUTS", "resolve_counter", "tiktoken_shortcut"]
+
+#: The strings ``token_counter`` accepts (shared with the command line's ``--token-counter``).
+SHORTCUTS = "'approximate', 'tiktoken:MODEL' (e.g. 'tiktoken:gpt-4o') or 'tiktoken:ENCODING'"
+
+
+def tiktoken_shortcut(spec: str) -> TokenCounter:
+    """``"tiktoken:gpt-4o"`` -> ``TiktokenCounter("gpt-4o")``;
+    ``"tiktoken:o200k_base"`` -> ``TiktokenCounter(encoding="o200k_base")``."""
+    import tiktoken  # noqa: PLC0415
+
+    from langchain_turntrim._counting.tiktoken_counter import TiktokenCounter  # noqa: PLC0415
+
+    name = spec.partition(":")[2].strip()
+    if not name:
+        msg = f"token_counter {spec!r} needs a model or an encoding, e.g. 'tiktoken:gpt-4o'"
+        raise ValueError(msg)
+    if name in tiktoken.list_encoding_names():
+        return TiktokenCounter(encoding=name)
+    return TiktokenCounter(name)
+
+
+def resolve_counter(token_counter: object, cache_size: int = DEFAULT_CACHE_SIZE) -> ResolvedCounter:
+    """Turn what a user passed as ``token_counter`` into a ready counter.
+
+    Accepted: ``"approximate"``; ``"tiktoken:MODEL"`` / ``"tiktoken:ENCODING"``
+    (a ``TiktokenCounter``); a ``TokenCounter`` (wrapped in a ``CachedCounter``
+    unless ``cache_size`` is 0 or it already is one); a ``WholeListCounter``;
+    an OpenAI chat model (counted exactly and locally by ``TiktokenCounter``);
+    any other object with ``get_num_tokens_from_messages``;
+    ``count_tokens_approximately``; any other callable, by the annotation rule
+    of ``trim_messages`` (use ``per_message``/``per_list`` to say it
+    explicitly). Anything else raises ``TypeError``/``ValueError`` now.
+    """
+    check_count(cache_size, "cache_size")
+    counter = _expand(token_counter, cache_size)
+    if isinstance(counter, (CachedCounter, WholeListCounter, ApproximateCounter)):
+        return counter
+    if isinstance(counter, TokenCounter):
+        check_count(counter.overhead, f"{type(counter).__name__}.overhead")
+        if cache_size:
+            return CachedCounter(counter, cache_size)
+        return counter if isinstance(counter, AdditiveCounter) else Uncached(counter)
+    msg = (
+        f"token_counter must be {SHORTCUTS}, a TokenCounter, a chat model with "
+        "get_num_tokens_from_messages, or a function (wrap it in per_message or "
+        f"per_list to say which); got {type(token_counter).__name__} {token_counter!r:.80}"
+    )
+    raise TypeError(msg)
+
+
+def _expand(token_counter: object, cache_size: int) -> object:
+    """The counter a shortcut, a chat model or a function stands for."""
+    if isinstance(token_counter, str):
+        if token_counter == "approximate":
+            return ApproximateCounter()
+        if token_counter.startswith("tiktoken:"):
+            return tiktoken_shortcut(token_counter)
+        msg = f"unknown token_counter shortcut {token_counter!r}; the shortcuts are {SHORTCUTS}"
+        raise ValueError(msg)
+    if token_counter is count_tokens_approximately:
+        return ApproximateCounter()
+    if isinstance(token_counter, (TokenCounter, WholeListCounter)):
+        return token_counter
+    if hasattr(token_counter, "get_num_tokens_from_messages"):
+        exact = _local_counter_for_model(token_counter)
+        if exact is not None:
+            return exact
+        return WholeListCounter(
+            token_counter.get_num_tokens_from_messages,
+            cache_size,
+            label=f"{type(token_counter).__name__}.get_num_tokens_from_messages",
+        )
+    if callable(token_counter):
+        if _first_parameter_is_message(token_counter):
+            return per_message(token_counter)
+        return WholeListCounter(token_counter, cache_size)
+    return token_counter
+
+
+def _first_parameter_is_message(function: Callable[..., Any]) -> bool:
+    """``trim_messages``' rule: a function whose first parameter is annotated
+    ``BaseMessage`` counts one message; anything else counts a list. The
+    string ``"BaseMessage"`` (postponed annotations) counts too."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    first = next(iter(parameters), None)
+    return first is not None and first.annotation in (BaseMessage, "BaseMessage")
+
+
+def _local_counter_for_model(model: object) -> TokenCounter | None:
+    """The exact local counter for a chat model, where one exists.
+
+    OpenAI chat models (``langchain_openai.BaseChatOpenAI`` and subclasses)
+    count with tiktoken; ``TiktokenCounter`` gives the same numbers without
+    a provider round trip. A model with a custom ``custom_get_token_ids``
+    keeps its own counting.
+    """
+    if not type(model).__module__.startswith("langchain_openai"):
+        return None
+    from langchain_openai.chat_models.base import BaseChatOpenAI  # noqa: PLC0415
+
+    if not isinstance(model, BaseChatOpenAI) or model.custom_get_token_ids is not None:
+        return None
+    from langchain_turntrim._counting.tiktoken_counter import TiktokenCounter  # noqa: PLC0415
+
+    return TiktokenCounter(model.tiktoken_model_name or model.model_name)

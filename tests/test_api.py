@@ -1,0 +1,117 @@
+"""The public API's shape: one keyword-only vocabulary across every entry point."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, get_args
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+import langchain_turntrim
+from langchain_turntrim import (
+    DEFAULT_CACHE_SIZE,
+    Mode,
+    OnOverflow,
+    ResolvedCounter,
+    TiktokenCounter,
+    TrimReport,
+    TurnTrimmer,
+    TurnTrimMiddleware,
+    TurnTrimStateMiddleware,
+    resolve_counter,
+    trim_turns,
+)
+from langchain_turntrim._cli.app import _build_parser
+
+ENTRY_POINTS = [TurnTrimmer.__init__, TurnTrimMiddleware.__init__, trim_turns]
+#: The options every entry point shares, with their one default.
+SHARED = {"token_counter": "approximate", "on_overflow": "drop", "cache_size": DEFAULT_CACHE_SIZE}
+
+
+def parameters(function: Any) -> list[inspect.Parameter]:
+    return [p for p in inspect.signature(function).parameters.values() if p.name != "self"]
+
+
+@pytest.mark.parametrize("function", ENTRY_POINTS, ids=lambda f: f.__qualname__)
+def test_every_option_after_max_tokens_is_keyword_only(function: Any) -> None:
+    first, *options = [p for p in parameters(function) if p.kind is not p.VAR_KEYWORD]
+    # trim_turns mirrors trim_messages: the messages first, then max_tokens=.
+    assert first.name in ("max_tokens", "messages")
+    assert "max_tokens" in [first.name] + [p.name for p in options]
+    for param in options:
+        assert param.kind is param.KEYWORD_ONLY, f"{function.__qualname__}: {param.name}"
+
+
+@pytest.mark.parametrize("function", ENTRY_POINTS, ids=lambda f: f.__qualname__)
+def test_shared_options_have_the_same_names_and_defaults(function: Any) -> None:
+    defaults = {p.name: p.default for p in parameters(function)}
+    for name, default in SHARED.items():
+        assert defaults[name] == default, f"{function.__qualname__}: {name}"
+
+
+@pytest.mark.parametrize(
+    "function",
+    [TurnTrimmer.for_model, TurnTrimMiddleware.for_model],
+    ids=lambda f: f.__qualname__,
+)
+def test_for_model_takes_the_model_then_keywords(function: Any) -> None:
+    model, *options = parameters(function)
+    assert model.name == "chat_model"
+    assert all(p.kind is p.KEYWORD_ONLY for p in options)
+    assert {p.name: p.default for p in options}["reserve_tokens"] == 0
+
+
+def test_the_command_line_uses_the_same_option_names() -> None:
+    parser = _build_parser()
+    trim = parser._subparsers._group_actions[0].choices["trim"]  # type: ignore[union-attr]
+    flags = {flag for action in trim._actions for flag in action.option_strings}
+    assert {"--max-tokens", "--token-counter", "--on-overflow"} <= flags
+    (on_overflow,) = [a for a in trim._actions if "--on-overflow" in a.option_strings]
+    assert tuple(on_overflow.choices) == get_args(OnOverflow)
+    assert on_overflow.default == SHARED["on_overflow"]
+
+
+def test_option_types_are_exported() -> None:
+    assert set(get_args(OnOverflow)) == {"drop", "raise"}
+    assert set(get_args(Mode)) == {"request", "state"}
+    assert TurnTrimMiddleware.mode == "request"
+    assert TurnTrimStateMiddleware.mode == "state"
+    assert {"Mode", "OnOverflow", "TrimInput", "ResolvedCounter"} <= set(langchain_turntrim.__all__)
+    for name in langchain_turntrim.__all__:
+        assert getattr(langchain_turntrim, name) is not None
+
+
+def test_tiktoken_shortcuts_count_like_the_counter(tiktoken_cache: Any) -> None:
+    history = [SystemMessage("be brief"), HumanMessage("hello there"), AIMessage("hi!")]
+    exact = TiktokenCounter("gpt-4")
+    for spec in ("tiktoken:gpt-4", "tiktoken:cl100k_base"):
+        trimmer = TurnTrimmer(max_tokens=1_000, token_counter=spec)
+        assert trimmer.counter.count_each(history) == exact.count_each(history)
+        assert trimmer.counter.count(history) == exact.count(history)
+        assert trimmer.trim_with_report(history).tokens_after == exact.count(history)
+    with pytest.raises(ValueError, match="needs a model or an encoding"):
+        TurnTrimmer(max_tokens=10, token_counter="tiktoken:")
+
+
+@pytest.mark.parametrize("spec", ["approximate", "tiktoken:gpt-4", len])
+def test_every_resolved_counter_implements_the_planner_interface(
+    spec: Any, tiktoken_cache: Any
+) -> None:
+    counter = resolve_counter(spec)
+    assert isinstance(counter, ResolvedCounter)
+    assert isinstance(counter.blocking, bool)
+
+
+def test_report_forwards_every_plan_figure() -> None:
+    history = [SystemMessage("s"), HumanMessage("a" * 40), AIMessage("b"), HumanMessage("c")]
+    report = TurnTrimmer(max_tokens=20).trim_with_report(history)
+    plan = report.plan
+    figures = [
+        name
+        for name, value in vars(TrimReport).items()
+        if isinstance(value, property) and name not in ("kept", "dropped")
+    ]
+    assert set(figures) >= {"turns", "kept_turns", "overhead_tokens", "newest_turn_tokens"}
+    for name in figures:
+        assert getattr(report, name) == getattr(plan, name), name
