@@ -4,7 +4,10 @@ This module imports nothing from LangChain. It knows three kinds of message:
 
 * ``PINNED`` (system and developer messages): never dropped, paid for first;
 * ``START`` (user messages): each one opens a turn;
-* ``CONTINUE`` (assistant, tool and function messages): extend the open turn.
+* ``CONTINUE`` (assistant, tool and function messages): extend the open turn;
+* ``ANCHOR`` (a summary standing for dropped history): pinned like ``PINNED``
+  and, like ``START``, opening a turn of the messages that follow it, so they
+  are not discarded as messages before the first user message.
 
 A turn runs from a ``START`` message up to, not including, the next one.
 ``CONTINUE`` messages before the first ``START`` belong to no turn and are
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 __all__ = [
+    "ANCHOR",
     "CONTINUE",
     "PINNED",
     "ROLE_KINDS",
@@ -35,6 +39,7 @@ __all__ = [
 PINNED: Final = 0
 START: Final = 1
 CONTINUE: Final = 2
+ANCHOR: Final = 3
 
 #: The roles ``trim_history`` accepts and what each one does.
 ROLE_KINDS: Final[Mapping[str, int]] = {
@@ -69,6 +74,8 @@ class TrimPlan:
         max_tokens: The budget.
         newest_turn_tokens: Tokens of the newest turn (0 when there is none):
             when it alone does not fit beside the pinned messages, no turn fits.
+        newest_turn_start: Index where the newest turn starts (``size`` when
+            there is none), whether or not it is kept.
     """
 
     size: int
@@ -82,6 +89,7 @@ class TrimPlan:
     tokens_after: int
     max_tokens: int
     newest_turn_tokens: int
+    newest_turn_start: int
 
     @property
     def budget_met(self) -> bool:
@@ -164,6 +172,13 @@ def plan_costs(
         elif kind == PINNED:
             system += costs[i]
             pinned.append(i)
+        elif kind == ANCHOR:  # pinned, and the start of a turn that costs nothing itself
+            system += costs[i]
+            pinned.append(i)
+            if starts:
+                turn_costs.append(current)
+            starts.append(i)
+            current = 0
         elif starts:
             current += costs[i]
         else:
@@ -204,6 +219,7 @@ def _finish(
         tokens_after=system + kept_cost,
         max_tokens=max_tokens,
         newest_turn_tokens=turn_costs[-1] if turn_costs else 0,
+        newest_turn_start=starts[-1] if starts else size,
     )
 
 

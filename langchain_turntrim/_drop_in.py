@@ -8,6 +8,7 @@ from typing import Any, overload
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
 
+from langchain_turntrim._compaction import DEFAULT_KEEP_TOOL_RESULTS
 from langchain_turntrim._counting import DEFAULT_CACHE_SIZE
 from langchain_turntrim._messages import TrimInput
 from langchain_turntrim._options import OnOverflow
@@ -42,6 +43,7 @@ def trim_turns(
     end_on: Any = ...,
     text_splitter: Callable[[str], list[str]] | None = ...,
     on_overflow: OnOverflow = ...,
+    keep_tool_results: int = ...,
     cache_size: int = ...,
 ) -> Runnable[TrimInput, list[BaseMessage]]: ...
 @overload
@@ -57,6 +59,7 @@ def trim_turns(
     end_on: Any = ...,
     text_splitter: Callable[[str], list[str]] | None = ...,
     on_overflow: OnOverflow = ...,
+    keep_tool_results: int = ...,
     cache_size: int = ...,
 ) -> list[BaseMessage]: ...
 def trim_turns(
@@ -71,6 +74,7 @@ def trim_turns(
     end_on: Any = None,
     text_splitter: Callable[[str], list[str]] | None = None,
     on_overflow: OnOverflow = "drop",
+    keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS,
     cache_size: int = DEFAULT_CACHE_SIZE,
 ) -> list[BaseMessage] | Runnable[TrimInput, list[BaseMessage]]:
     """Trim whole turns with ``trim_messages``' calling convention.
@@ -82,9 +86,11 @@ def trim_turns(
     system message (``strategy="first"``, ``allow_partial=True``, ``end_on``,
     ``include_system=False``, a ``start_on`` other than human) raise
     ``ValueError``. ``start_on=None`` is accepted: the result starts on a
-    human message anyway. ``token_counter``, ``on_overflow`` and
-    ``cache_size`` mean what they mean for ``TurnTrimmer``, with the same
-    defaults.
+    human message anyway. ``token_counter``, ``on_overflow``,
+    ``keep_tool_results`` and ``cache_size`` mean what they mean for
+    ``TurnTrimmer``, with the same defaults (``on_overflow="compact"`` keeps
+    the newest turn, compacted, where ``trim_messages`` would return little or
+    nothing).
     """
     problems = []
     if strategy != "last":
@@ -106,6 +112,7 @@ def trim_turns(
         max_tokens=max_tokens,
         token_counter=token_counter,
         on_overflow=on_overflow,
+        keep_tool_results=keep_tool_results,
         cache_size=cache_size,
     )
     if messages is None:

@@ -16,7 +16,8 @@ class TurnTrimOverflowError(ContextOverflowError):
     """Not even the newest turn fits beside the system messages.
 
     Raised by ``on_overflow="raise"`` instead of returning only the system
-    messages.
+    messages, and by ``on_overflow="compact"`` when not even the newest turn
+    cut to its skeleton (the user message and the newest step) fits.
     """
 
     def __init__(self, max_tokens: int, system_tokens: int, newest_turn_tokens: int) -> None:

@@ -20,14 +20,19 @@ __all__ = ["removals", "remove_messages", "trim_update"]
 
 
 def removals(report: TrimReport) -> list[RemoveMessage]:
-    """One ``RemoveMessage`` per dropped message, in order.
+    """One ``RemoveMessage`` per dropped message before the newest turn, in order.
+
+    The newest turn (the task in progress) is never deleted, even when it
+    was dropped or compacted for the model call: the state keeps it whole.
 
     Raises ``ValueError`` naming the message's index in the trimmed list if a
     dropped message has no id. Messages stored by ``add_messages`` always have
     one (it assigns a UUID to every message that lacks an id), so this only
     happens for lists that did not come from such a state.
     """
-    return remove_messages(zip(report.plan.dropped, report.dropped, strict=True))
+    plan = report.plan
+    older = [i for i in plan.dropped if i < plan.newest_turn_start]
+    return remove_messages(zip(older, report.dropped[: len(older)], strict=True))
 
 
 def remove_messages(indexed: Iterable[tuple[int, BaseMessage]]) -> list[RemoveMessage]:
@@ -52,10 +57,10 @@ def trim_update(
     Return it from a node (before the model's node) of a graph whose ``key``
     channel uses ``add_messages``: the dropped messages leave the state, and
     the checkpoint, for good, and the state is what the trimmer keeps. The
-    list is empty when nothing is dropped. With ``on_overflow="drop"`` a newest
-    turn that alone exceeds the budget is deleted too (the model would see
-    only the system messages); a trimmer with ``on_overflow="raise"`` makes the
-    node raise ``TurnTrimOverflowError`` instead.
+    list is empty when nothing is dropped. The newest turn is never deleted,
+    even when it alone exceeds the budget: the graph keeps the task, and the
+    model node decides what to send (``on_overflow="compact"`` compacts it for
+    the call; ``"raise"`` makes this node raise ``TurnTrimOverflowError``).
 
     >>> from langchain_core.messages import AIMessage, HumanMessage
     >>> history = [HumanMessage("a" * 40, id="h1"), AIMessage("b" * 40, id="a1"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import compress
 from typing import Any, Final
 
 from langchain_core.messages import (
@@ -19,16 +20,21 @@ from langchain_core.messages import (
 )
 from langchain_core.prompt_values import PromptValue
 
-from langchain_turntrim._core import CONTINUE, PINNED, ROLE_KINDS, START, describe
+from langchain_turntrim._core import ANCHOR, CONTINUE, PINNED, ROLE_KINDS, START, describe
 
 __all__ = [
     "CHAT_ROLE_KINDS",
+    "SUMMARY_SOURCE",
     "TrimInput",
     "check_messages",
     "describe",
+    "human_kind",
     "message_kinds",
     "to_messages",
 ]
+
+#: ``additional_kwargs["lc_source"]`` of the summary ``SummarizationMiddleware`` writes.
+SUMMARY_SOURCE: Final = "summarization"
 
 #: What every entry point accepts as a history.
 TrimInput = PromptValue | Sequence[MessageLikeRepresentation]
@@ -50,6 +56,7 @@ _CLASS_KINDS: Final = (
     (FunctionMessage, CONTINUE),
 )
 _KIND_BY_TYPE: dict[type[BaseMessage], int] = dict(_CLASS_KINDS)
+_IS_START: Final = START.__eq__
 
 
 def to_messages(value: object) -> list[BaseMessage]:
@@ -89,13 +96,38 @@ def check_messages(messages: Sequence[object]) -> None:
 
 
 def message_kinds(messages: Sequence[BaseMessage]) -> list[int]:
-    """The turn kind of each message (``PINNED``, ``START`` or ``CONTINUE``)."""
+    """The turn kind of each message (``PINNED``, ``START``, ``CONTINUE`` or ``ANCHOR``).
+
+    Two kinds of human message do not start a turn:
+
+    * tool results sent as a user message (Anthropic's native format: any
+      ``tool_result`` block in the content) continue the open turn;
+    * the summary LangChain's ``SummarizationMiddleware`` writes
+      (``additional_kwargs["lc_source"] == "summarization"``) is an ``ANCHOR``:
+      pinned, and opening a turn for the messages it precedes.
+    """
     kinds: list[int | None] = list(map(_KIND_BY_TYPE.get, map(type, messages)))
     if None in kinds:
         for i, kind in enumerate(kinds):
             if kind is None:
                 kinds[i] = _classify(i, messages[i])
+    for i in compress(range(len(kinds)), map(_IS_START, kinds)):  # C-level scan
+        message = messages[i]
+        if type(message.content) is list or message.additional_kwargs:
+            kinds[i] = human_kind(message)
     return kinds  # type: ignore[return-value]
+
+
+def human_kind(message: BaseMessage) -> int:
+    """``START``, or what a tool-result or summary human message is instead."""
+    if message.additional_kwargs.get("lc_source") == SUMMARY_SOURCE:
+        return ANCHOR
+    content = message.content
+    if isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
+    ):
+        return CONTINUE
+    return START
 
 
 def _classify(index: int, message: object) -> int:

@@ -26,13 +26,13 @@ except ImportError as error:
 from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage
 from langchain_core.runnables.config import run_in_executor
 
-from langchain_turntrim._core import PINNED, START, TrimPlan
+from langchain_turntrim._compaction import DEFAULT_KEEP_TOOL_RESULTS
+from langchain_turntrim._core import PINNED, TrimPlan
 from langchain_turntrim._counting import DEFAULT_CACHE_SIZE
-from langchain_turntrim._errors import check_overflow
 from langchain_turntrim._langgraph import remove_messages
 from langchain_turntrim._messages import message_kinds
 from langchain_turntrim._options import Mode, OnOverflow
-from langchain_turntrim._report import TrimReport
+from langchain_turntrim._report import TrimReport, trace_extra
 from langchain_turntrim._tracing import areport_trim, report_trim
 from langchain_turntrim._trimmer import TurnTrimmer, model_budget
 
@@ -53,14 +53,6 @@ def _system_message(request: ModelRequest[Any]) -> SystemMessage | None:
         prompt = getattr(request, "system_prompt", None)
         return SystemMessage(prompt) if isinstance(prompt, str) else None
     return cast("SystemMessage", system)
-
-
-def _newest_start(kinds: Sequence[int]) -> int:
-    """Index of the newest user message (``len(kinds)`` if there is none)."""
-    for i in range(len(kinds) - 1, -1, -1):
-        if kinds[i] == START:
-            return i
-    return len(kinds)
 
 
 class TurnTrimMiddleware(_Base):
@@ -84,9 +76,15 @@ class TurnTrimMiddleware(_Base):
         token_counter: As for ``TurnTrimmer``: ``"approximate"``,
             ``"tiktoken:MODEL"``, a ``TokenCounter`` such as
             ``TiktokenCounter("gpt-4o")``, a chat model, or a function.
-        on_overflow: ``"drop"`` sends only the system message when not even the
-            newest turn fits; ``"raise"`` raises ``TurnTrimOverflowError`` (a
-            ``ContextOverflowError``) instead.
+        on_overflow: When not even the newest turn fits: ``"compact"`` (the
+            default: an agent works inside one long turn) drops every older
+            turn and compacts the newest one until it fits (see
+            ``TurnTrimmer``); ``"drop"`` sends only the system message;
+            ``"raise"`` raises ``TurnTrimOverflowError`` (a
+            ``ContextOverflowError``). Compaction changes only what the model
+            is sent: the state keeps every message as it was.
+        keep_tool_results: Under ``"compact"``, how many of the newest tool
+            results are never cleared.
         cache_size: How many per-message counts to keep (LRU).
 
     Configuration is checked here, not at the first call.
@@ -100,7 +98,8 @@ class TurnTrimMiddleware(_Base):
         max_tokens: int,
         *,
         token_counter: Any = "approximate",
-        on_overflow: OnOverflow = "drop",
+        on_overflow: OnOverflow = "compact",
+        keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
         super().__init__()
@@ -108,6 +107,7 @@ class TurnTrimMiddleware(_Base):
             max_tokens=max_tokens,
             token_counter=token_counter,
             on_overflow=on_overflow,
+            keep_tool_results=keep_tool_results,
             cache_size=cache_size,
         )
 
@@ -117,7 +117,8 @@ class TurnTrimMiddleware(_Base):
         chat_model: Any,
         *,
         reserve_tokens: int = 0,
-        on_overflow: OnOverflow = "drop",
+        on_overflow: OnOverflow = "compact",
+        keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> Self:
         """A middleware sized for ``chat_model``, like ``TurnTrimmer.for_model``.
@@ -131,6 +132,7 @@ class TurnTrimMiddleware(_Base):
             max_tokens=model_budget(chat_model, reserve_tokens),
             token_counter=chat_model,
             on_overflow=on_overflow,
+            keep_tool_results=keep_tool_results,
             cache_size=cache_size,
         )
 
@@ -168,8 +170,9 @@ class TurnTrimMiddleware(_Base):
         message (when there is one) followed by ``request.messages``, and the
         tools' cost (the counter's ``count_tools``) is included in
         ``plan.overhead_tokens``. The request is returned as it is when
-        nothing is dropped. Raises ``TurnTrimOverflowError`` under
-        ``on_overflow="raise"`` when not even the newest turn fits.
+        nothing is dropped or compacted. Raises ``TurnTrimOverflowError`` under
+        ``on_overflow="raise"`` when not even the newest turn fits (under
+        ``"compact"``: when not even its skeleton does).
         """
         trimmed, report, _ = self._trim(request)
         return trimmed, report
@@ -181,14 +184,10 @@ class TurnTrimMiddleware(_Base):
         if system is not None:
             messages, kinds = [system, *messages], [PINNED, *kinds]
         tools = self._trimmer.counter.count_tools(request.tools)
-        plan = self._plan(messages, kinds, tools)
-        check_overflow(plan, self._trimmer.on_overflow)
-        kept = plan.select(messages)
-        report = TrimReport(kept=kept, dropped=[messages[i] for i in plan.dropped], plan=plan)
-        if not report.dropped:
+        report = self._trimmer.report(messages, kinds, reserved=tools)
+        if not report.dropped and report.compaction is None:
             return request, report, tools
-        if system is not None:
-            kept = kept[1:]
+        kept = report.kept[1:] if system is not None else report.kept
         return request.override(messages=cast("list[AnyMessage]", kept)), report, tools
 
     # -- the hooks -----------------------------------------------------------
@@ -255,8 +254,7 @@ class TurnTrimStateMiddleware(TurnTrimMiddleware):
             raise TypeError(msg)
         kinds = message_kinds(messages)
         plan = self._plan(messages, kinds, 0)
-        newest = _newest_start(kinds)
-        doomed = [(i, messages[i]) for i in plan.dropped if i < newest]
+        doomed = [(i, messages[i]) for i in plan.dropped if i < plan.newest_turn_start]
         return ({"messages": remove_messages(doomed)} if doomed else None), plan
 
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -281,6 +279,7 @@ class TurnTrimStateMiddleware(TurnTrimMiddleware):
 def _request_extra(request: ModelRequest[Any], report: TrimReport, tools: int) -> dict[str, Any]:
     before = len(request.messages)
     return {
+        **(trace_extra(report) or {}),
         "mode": "request",
         "messages_before": before,
         "messages_after": before - len(report.dropped),

@@ -6,8 +6,10 @@ from typing import Final, Literal, get_args
 
 __all__ = ["MODES", "ON_OVERFLOW", "Mode", "OnOverflow", "check_choice"]
 
-#: What to do when not even the newest turn fits beside the pinned messages.
-OnOverflow = Literal["drop", "raise"]
+#: What to do when not even the newest turn fits beside the pinned messages:
+#: keep only the pinned messages, raise ``TurnTrimOverflowError``, or compact
+#: inside the newest turn.
+OnOverflow = Literal["drop", "raise", "compact"]
 #: ``"request"`` trims what the model sees; ``"state"`` also deletes from the agent's state.
 Mode = Literal["request", "state"]
 

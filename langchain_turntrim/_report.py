@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from langchain_turntrim._compaction import Compaction
 from langchain_turntrim._core import TrimPlan
 
-__all__ = ["TrimReport"]
+__all__ = ["TrimReport", "trace_extra"]
 
 
 @dataclass(frozen=True)
@@ -17,12 +19,21 @@ class TrimReport:
 
     ``kept`` and ``dropped`` hold the caller's message objects, in order;
     every figure of the plan is forwarded (``report.tokens_after`` is
-    ``report.plan.tokens_after``).
+    ``report.plan.tokens_after``). Under ``on_overflow="compact"``, when the
+    newest turn was compacted, ``compaction`` says how, ``kept`` holds the
+    compacted messages (listed again in ``compacted``) and the figures are
+    those of what is kept: ``plan`` stays the spec's plan, which kept no turn.
     """
 
     kept: list[BaseMessage]
     dropped: list[BaseMessage]
     plan: TrimPlan
+    compaction: Compaction | None = None
+
+    @property
+    def compacted(self) -> list[BaseMessage]:
+        """The new, compacted message objects in ``kept`` (empty unless compacted)."""
+        return self.compaction.compacted if self.compaction else []
 
     @property
     def turns(self) -> int:
@@ -30,11 +41,11 @@ class TrimReport:
 
     @property
     def kept_turns(self) -> int:
-        return self.plan.kept_turns
+        return 1 if self.compaction else self.plan.kept_turns
 
     @property
     def dropped_turns(self) -> int:
-        return self.plan.dropped_turns
+        return self.plan.turns - 1 if self.compaction else self.plan.dropped_turns
 
     @property
     def tokens_before(self) -> int:
@@ -42,7 +53,7 @@ class TrimReport:
 
     @property
     def tokens_after(self) -> int:
-        return self.plan.tokens_after
+        return self.compaction.tokens_after if self.compaction else self.plan.tokens_after
 
     @property
     def max_tokens(self) -> int:
@@ -62,4 +73,9 @@ class TrimReport:
 
     @property
     def budget_met(self) -> bool:
-        return self.plan.budget_met
+        return self.compaction is not None or self.plan.budget_met
+
+
+def trace_extra(report: TrimReport) -> dict[str, Any] | None:
+    """What a compacted trim adds to (and corrects in) the trace summary."""
+    return report.compaction.summary(report.plan) if report.compaction else None

@@ -12,12 +12,18 @@ from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, PrivateAttr
 
+from langchain_turntrim._compaction import (
+    DEFAULT_KEEP_TOOL_RESULTS,
+    Compaction,
+    compact,
+    needs_compaction,
+)
 from langchain_turntrim._core import TrimPlan, check_count
 from langchain_turntrim._counting import DEFAULT_CACHE_SIZE, ResolvedCounter, resolve_counter
 from langchain_turntrim._errors import check_overflow
 from langchain_turntrim._messages import TrimInput, message_kinds, to_messages
 from langchain_turntrim._options import ON_OVERFLOW, OnOverflow, check_choice
-from langchain_turntrim._report import TrimReport
+from langchain_turntrim._report import TrimReport, trace_extra
 from langchain_turntrim._tracing import areport_trim, report_trim
 
 __all__ = ["TurnTrimmer", "model_budget"]
@@ -37,9 +43,15 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
             ``count_tokens_approximately``), a ``TokenCounter`` such as
             ``TiktokenCounter("gpt-4o")``, a chat model, or a function (see
             ``per_message`` and ``per_list``).
-        on_overflow: ``"drop"`` returns only the system messages when not even
-            the newest turn fits (the spec); ``"raise"`` raises
-            ``TurnTrimOverflowError`` instead.
+        on_overflow: What to do when not even the newest turn fits beside the
+            system messages: ``"drop"`` returns only the system messages (the
+            spec); ``"raise"`` raises ``TurnTrimOverflowError``; ``"compact"``
+            drops every older turn and compacts the newest one (clears old
+            tool results, drops old steps, truncates the largest messages)
+            until it fits, raising only when not even its skeleton does.
+        keep_tool_results: Under ``"compact"``, how many of the newest tool
+            results are never cleared (they may still go with a dropped step
+            or be truncated).
         cache_size: How many per-message counts to keep (LRU); 0 disables the
             cache.
 
@@ -49,6 +61,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
     max_tokens: int
     token_counter: Any = "approximate"
     on_overflow: OnOverflow = "drop"
+    keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS
     cache_size: int = DEFAULT_CACHE_SIZE
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -61,17 +74,20 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         *,
         token_counter: Any = "approximate",
         on_overflow: OnOverflow = "drop",
+        keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS,
         cache_size: int = DEFAULT_CACHE_SIZE,
         **kwargs: Any,
     ) -> None:
         check_count(max_tokens)
         check_count(cache_size, "cache_size")
+        check_count(keep_tool_results, "keep_tool_results")
         check_choice(on_overflow, "on_overflow", ON_OVERFLOW)
         counter = resolve_counter(token_counter, cache_size)
         fields: dict[str, Any] = {
             "max_tokens": max_tokens,
             "token_counter": counter,
             "on_overflow": on_overflow,
+            "keep_tool_results": keep_tool_results,
             "cache_size": cache_size,
         }
         super().__init__(**fields, **kwargs)
@@ -84,6 +100,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         *,
         reserve_tokens: int = 0,
         on_overflow: OnOverflow = "drop",
+        keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> TurnTrimmer:
         """A trimmer sized for ``chat_model``.
@@ -96,6 +113,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
             max_tokens=model_budget(chat_model, reserve_tokens),
             token_counter=chat_model,
             on_overflow=on_overflow,
+            keep_tool_results=keep_tool_results,
             cache_size=cache_size,
         )
 
@@ -113,21 +131,58 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         return list[BaseMessage]
 
     def trim_with_report(self, messages: TrimInput) -> TrimReport:
-        """Trim ``messages`` and say what was dropped."""
-        items = to_messages(messages)
-        plan = self.plan(items)
-        report_trim(plan)
-        return TrimReport(
-            kept=plan.select(items),
-            dropped=[items[i] for i in plan.dropped],
-            plan=plan,
-        )
+        """Trim ``messages`` and say what was dropped (and compacted)."""
+        report = self.report(to_messages(messages))
+        report_trim(report.plan, extra=trace_extra(report))
+        return report
 
     def plan(self, messages: Sequence[BaseMessage]) -> TrimPlan:
-        """The plan for a list of ``BaseMessage`` (no conversion, no logging, no tracing)."""
+        """The spec's plan for a list of ``BaseMessage``: which whole turns fit
+        (no compaction, conversion, logging or tracing). Raises under
+        ``on_overflow="raise"`` when not even the newest turn fits."""
         plan = self._counter.plan(messages, message_kinds(messages), self.max_tokens)
         check_overflow(plan, self.on_overflow)
         return plan
+
+    def report(
+        self,
+        messages: Sequence[BaseMessage],
+        kinds: Sequence[int] | None = None,
+        *,
+        reserved: int = 0,
+    ) -> TrimReport:
+        """Plan, apply the overflow rule and compact: what every entry point returns, pure.
+
+        ``messages`` are ``BaseMessage`` objects (no conversion), ``kinds``
+        their turn kinds when the caller has them, ``reserved`` tokens (tool
+        schemas) are paid once per request. Nothing is logged or traced.
+        """
+        kept, plan, compaction = self._decide(messages, kinds, reserved)
+        if compaction is not None:
+            older = [messages[i] for i in plan.dropped if i < plan.newest_turn_start]
+            dropped = older + compaction.dropped
+        else:
+            dropped = [messages[i] for i in plan.dropped] if plan.dropped_count else []
+        return TrimReport(kept=kept, dropped=dropped, plan=plan, compaction=compaction)
+
+    def _decide(
+        self, messages: Sequence[BaseMessage], kinds: Sequence[int] | None, reserved: int
+    ) -> tuple[list[BaseMessage], TrimPlan, Compaction | None]:
+        """``report`` without the dropped list: the kept messages, the plan, the compaction."""
+        kinds = message_kinds(messages) if kinds is None else kinds
+        plan = self._counter.plan(messages, kinds, self.max_tokens, reserved=reserved)
+        if self.on_overflow == "compact" and (needs_compaction(plan) or not plan.budget_met):
+            compaction = compact(
+                messages,
+                kinds,
+                plan,
+                self._counter,
+                keep_tool_results=self.keep_tool_results,
+                reserved=reserved,
+            )
+            return compaction.messages, plan, compaction
+        check_overflow(plan, self.on_overflow)
+        return plan.select(messages), plan, None
 
     def trim(self, messages: TrimInput) -> list[BaseMessage]:
         """The kept messages, without a run of its own.
@@ -140,10 +195,9 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
     def _trim_in_run(
         self, value: TrimInput, run_manager: CallbackManagerForChainRun | None = None
     ) -> list[BaseMessage]:
-        items = to_messages(value)
-        plan = self.plan(items)
-        report_trim(plan, run_manager)
-        return plan.select(items)
+        kept, plan, compaction = self._decide(to_messages(value), None, 0)
+        report_trim(plan, run_manager, extra=compaction.summary(plan) if compaction else None)
+        return kept
 
     async def _atrim_in_run(
         self, value: TrimInput, run_manager: AsyncCallbackManagerForChainRun
@@ -151,11 +205,12 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         items = to_messages(value)
         if self._counter.blocking:
             # A model's counter may be a network call: keep the loop free.
-            plan = await run_in_executor(None, self.plan, items)
+            kept, plan, compaction = await run_in_executor(None, self._decide, items, None, 0)
         else:
-            plan = self.plan(items)
-        await areport_trim(plan, run_manager)
-        return plan.select(items)
+            kept, plan, compaction = self._decide(items, None, 0)
+        extra = compaction.summary(plan) if compaction else None
+        await areport_trim(plan, run_manager, extra=extra)
+        return kept
 
     def invoke(
         self, input: TrimInput, config: RunnableConfig | None = None, **kwargs: Any

@@ -93,4 +93,5 @@ def _histories_are_never_mutated(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(_core, "plan_trim", _unchanged(_core.plan_trim, 0))
     monkeypatch.setattr(TurnTrimmer, "plan", _unchanged(TurnTrimmer.plan, 1))
+    monkeypatch.setattr(TurnTrimmer, "_decide", _unchanged(TurnTrimmer._decide, 1))
     monkeypatch.setattr(TurnTrimMiddleware, "_plan", _unchanged(TurnTrimMiddleware._plan, 1))

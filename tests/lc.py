@@ -24,7 +24,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import Runnable
 
 from langchain_turntrim import per_message
-from langchain_turntrim._core import PINNED, START
+from langchain_turntrim._core import ANCHOR, PINNED, START
 from langchain_turntrim._messages import message_kinds
 from tests.records import histories
 
@@ -113,6 +113,20 @@ class InvalidConversation(AssertionError):
     pass
 
 
+def tool_results(message: BaseMessage) -> list[str]:
+    """The call ids a message answers: a ToolMessage's, or a user message's
+    Anthropic-style ``tool_result`` blocks."""
+    if isinstance(message, ToolMessage):
+        return [message.tool_call_id]
+    if isinstance(message, HumanMessage) and isinstance(message.content, list):
+        return [
+            b["tool_use_id"]
+            for b in message.content
+            if isinstance(b, dict) and b.get("type") == "tool_result"
+        ]
+    return []
+
+
 def check_conversation(messages: Sequence[BaseMessage]) -> None:
     """Raise unless OpenAI and Anthropic would both accept ``messages``.
 
@@ -129,16 +143,18 @@ def check_conversation(messages: Sequence[BaseMessage]) -> None:
         rest.pop(0)
     if not rest:
         return
-    if kinds[0] != START:
+    if kinds[0] not in (START, ANCHOR):  # a summary is a user message too
         raise InvalidConversation(f"starts with {type(rest[0]).__name__}")
     pending: set[str] = set()
     for i, (m, kind) in enumerate(zip(rest, kinds, strict=True)):
         if kind == PINNED:
             raise InvalidConversation("system message after the start")
-        if isinstance(m, ToolMessage):
-            if m.tool_call_id not in pending:
-                raise InvalidConversation(f"orphan tool result {m.tool_call_id}")
-            pending.discard(m.tool_call_id)
+        answered = tool_results(m)
+        if answered:
+            for call_id in answered:
+                if call_id not in pending:
+                    raise InvalidConversation(f"orphan tool result {call_id}")
+                pending.discard(call_id)
         elif pending:
             raise InvalidConversation(f"tool calls {pending} cut before message {i}")
         if isinstance(m, AIMessage):

@@ -334,7 +334,7 @@ CASES = [
         lambda h: TurnTrimmer(max_tokens=10, on_overflow="truncate"),
         None,
         ValueError,
-        "on_overflow must be 'drop' or 'raise', got 'truncate'",
+        "on_overflow must be 'drop', 'raise' or 'compact', got 'truncate'",
         "TurnTrimmer-bad-on_overflow",
     ),
     p(
@@ -693,7 +693,7 @@ CASES = [
         lambda h: TurnTrimMiddleware(max_tokens=10, on_overflow="truncate"),
         None,
         ValueError,
-        "on_overflow must be 'drop' or 'raise', got 'truncate'",
+        "on_overflow must be 'drop', 'raise' or 'compact', got 'truncate'",
         "TurnTrimMiddleware-bad-on_overflow",
     ),
     p(

@@ -158,6 +158,7 @@ def test_spec_sample_plan() -> None:
         tokens_after=70,
         max_tokens=100,
         newest_turn_tokens=50,
+        newest_turn_start=3,
     )
     assert plan.kept == (0, 3, 4)
     assert plan.dropped == (1, 2)

@@ -147,7 +147,8 @@ def test_a_dropped_message_without_an_id_is_named_by_index():
 
 def test_an_oversized_newest_turn_follows_on_overflow():
     history = [SystemMessage("sys", id="s"), HumanMessage("x" * 400, id="h1")]
-    # "drop": the state becomes what the trimmer keeps, the system message alone.
-    assert [m.id for m in trim_update(history, TurnTrimmer(max_tokens=20))["messages"]] == ["h1"]
+    # "drop": the model would see the system message alone, but the state keeps
+    # the newest turn: the graph never loses the task.
+    assert trim_update(history, TurnTrimmer(max_tokens=20))["messages"] == []
     with pytest.raises(TurnTrimOverflowError):
         trim_update(history, TurnTrimmer(max_tokens=20, on_overflow="raise"))

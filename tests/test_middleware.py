@@ -287,7 +287,8 @@ def test_langchain_1_0_requests_have_only_a_system_prompt():
 
 def test_overflow_drop_sends_only_the_system_message():
     request = make_request([question(1), AIMessage("x" * 4000)], tools=[lookup])
-    trimmed, report = TurnTrimMiddleware(max_tokens=100).trim_request(request)
+    middleware = TurnTrimMiddleware(max_tokens=100, on_overflow="drop")
+    trimmed, report = middleware.trim_request(request)
     assert trimmed.messages == []
     assert report.plan.kept_turns == 0
 
@@ -304,7 +305,8 @@ def test_overflow_raise_names_the_pinned_cost_including_tools():
 
 def test_tools_alone_over_budget_leave_only_the_system_message():
     request = make_request(history(1), tools=[lookup])
-    trimmed, report = TurnTrimMiddleware(max_tokens=5).trim_request(request)
+    middleware = TurnTrimMiddleware(max_tokens=5, on_overflow="drop")
+    trimmed, report = middleware.trim_request(request)
     assert trimmed.messages == []
     assert not report.plan.budget_met
     assert report.plan.max_tokens == 5
@@ -475,7 +477,7 @@ def test_state_mode_keeps_the_newest_turn_when_it_does_not_fit(run):
         model,
         tools=[lookup],
         system_prompt=SYSTEM,
-        middleware=[TurnTrimStateMiddleware(max_tokens=60)],
+        middleware=[TurnTrimStateMiddleware(max_tokens=60, on_overflow="drop")],
         checkpointer=InMemorySaver(),
     )
     config = {"configurable": {"thread_id": "huge"}}

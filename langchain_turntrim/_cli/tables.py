@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
-from langchain_turntrim._core import PINNED, START, TrimPlan
+from langchain_turntrim._core import ANCHOR, PINNED, START, TrimPlan
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -92,7 +92,7 @@ def summarize(
     for index, (item, kind, cost) in enumerate(zip(items, kinds, costs, strict=True)):
         if kind == PINNED:
             continue
-        if kind == START:
+        if kind in (START, ANCHOR):  # a summary (ANCHOR) heads a row; its tokens are pinned
             if count:
                 rows.append(TurnRow(number, label, count, tools, tokens, kept))
             number = 1 if number is None else number + 1
@@ -100,7 +100,7 @@ def summarize(
             kept = index >= plan.keep_from
         count += 1
         tools += tool_call_count(item)
-        tokens += cost
+        tokens += 0 if kind == ANCHOR else cost
     if count:
         rows.append(TurnRow(number, label, count, tools, tokens, kept))
     return Summary(tuple(rows), plan)

@@ -91,7 +91,6 @@ class CachedCounter(Wrapper):
         self._known: dict[int, tuple[Any, ...]] = {}
         self._known_lock = threading.Lock()
 
-
     @property
     def maxsize(self) -> int:
         return self._cache.maxsize

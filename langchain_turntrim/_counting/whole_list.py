@@ -8,7 +8,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from langchain_turntrim._core import PINNED, START, TrimPlan, check_count, plan_costs
+from langchain_turntrim._core import ANCHOR, PINNED, START, TrimPlan, check_count, plan_costs
 from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.cache import DEFAULT_CACHE_SIZE, LRU
 from langchain_turntrim._counting.keys import message_key
@@ -93,11 +93,15 @@ class WholeListCounter:
         Messages sent per plan: about three times the history, never quadratic
         for an additive counter.
         """
+        # A summary (ANCHOR) is estimated as the start of its turn, then sent
+        # as the pinned message it is: every list counted starts with a human
+        # message, and the exact count of the kept list below decides.
+        estimated_kinds = [START if kind == ANCHOR else kind for kind in kinds]
         systems: list[BaseMessage] = []
         turns: list[list[BaseMessage]] = []
         starts: list[int] = []
         first_pinned = -1
-        for i, (message, kind) in enumerate(zip(messages, kinds, strict=True)):
+        for i, (message, kind) in enumerate(zip(messages, estimated_kinds, strict=True)):
             if kind == PINNED:
                 if first_pinned < 0:
                     first_pinned = i
@@ -124,19 +128,25 @@ class WholeListCounter:
             overhead = max(0, min(turn_counts[-2] + turn_counts[-1] - pair, *turn_counts[-2:]))
         for start, count in zip(starts, turn_counts, strict=True):
             costs[start] = count - overhead
-        plan = plan_costs(kinds, costs, max_tokens, overhead + reserved)
-        first = plan.dropped_turns
+        estimate = plan_costs(estimated_kinds, costs, max_tokens, overhead + reserved)
+        shape = plan_costs(kinds, costs, max_tokens, overhead + reserved)
+        pinned = [messages[i] for i in shape.pinned]
+        always = set(shape.pinned)
+        first = estimate.dropped_turns
         while first < len(turns):
-            kept = systems + [m for turn in turns[first:] for m in turn]
+            rest = range(starts[first], len(messages))
+            kept = pinned + [messages[i] for i in rest if i not in always]
             actual = self.count(kept) + reserved
             if actual <= max_tokens:
                 break
             first += 1
         else:
-            actual = system + overhead + reserved
+            pinned_only = self.count(pinned) if len(pinned) > len(systems) else system + overhead
+            actual = pinned_only + reserved
         return dataclasses.replace(
-            plan,
+            estimate,
             keep_from=starts[first] if first < len(starts) else len(messages),
+            pinned=shape.pinned,
             dropped_turns=first,
             tokens_after=actual,
         )

@@ -1,0 +1,379 @@
+"""Compaction inside the newest turn, for ``on_overflow="compact"``.
+
+When the newest turn alone does not fit beside the pinned messages, every
+older turn is dropped and the newest turn is made smaller by a deterministic
+ladder, each rung used only as far as needed:
+
+1. **clear** the oldest tool results: their content becomes a short note
+   naming the tool and the tokens it held; the newest ``keep_tool_results``
+   results stay intact;
+2. **drop** the oldest whole steps (an assistant message and the results of
+   its calls), never the newest step;
+3. **truncate** the largest remaining message of the turn, the user message
+   included: its head and tail are kept around a note saying how many
+   characters were cut; repeated on the next largest until the budget holds.
+
+Steps are atomic (a call never travels without its results), the user
+message stays first, and every compacted message is a new object of the
+caller's class with the same ``id``, ``tool_call_id`` and ``tool_calls``.
+If not even the pinned messages, the user message and the newest step cut to
+their notes fit, ``TurnTrimOverflowError`` is raised: a request without a
+user message is never built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    FunctionMessage,
+    HumanMessage,
+    ToolMessage,
+)
+
+from langchain_turntrim._core import ANCHOR, PINNED, TrimPlan
+from langchain_turntrim._counting import ResolvedCounter
+from langchain_turntrim._errors import TurnTrimOverflowError
+
+__all__ = ["DEFAULT_KEEP_TOOL_RESULTS", "Compaction", "compact", "needs_compaction"]
+
+#: Tool results of the newest turn that ``"compact"`` leaves intact by default.
+DEFAULT_KEEP_TOOL_RESULTS: Final = 3
+#: Exact recounts of the compacted list before giving up (whole-list counters
+#: only estimate per message; additive counters need one).
+_ATTEMPTS: Final = 4
+#: Counts per truncated message while searching for its length.
+_SEARCH_STEPS: Final = 8
+#: Kinds that stay where they are, outside the ladder.
+_PINNED: Final = (PINNED, ANCHOR)
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """What ``"compact"`` did to the newest turn.
+
+    ``messages`` is the result (pinned messages, then the compacted turn) and
+    ``kept`` the input index of each of its messages; ``compacted`` the new
+    message objects in it, in order; ``dropped`` the
+    caller's messages of the turn that were left out (whole steps). Each
+    rung's saving is in tokens, as the counter counts them.
+    """
+
+    messages: list[BaseMessage]
+    kept: tuple[int, ...]
+    compacted: list[BaseMessage]
+    dropped: list[BaseMessage]
+    cleared_results: int
+    cleared_tokens: int
+    dropped_steps: int
+    dropped_step_tokens: int
+    truncated_messages: int
+    truncated_tokens: int
+    tokens_after: int
+
+    def summary(self, plan: TrimPlan) -> dict[str, int | bool]:
+        """The trace metadata's figures: the plan's, corrected for what was
+        kept, and each rung's."""
+        return {
+            "tokens_after": self.tokens_after,
+            "messages_after": len(self.messages),
+            "dropped_messages": plan.size - len(self.messages),
+            "dropped_turns": plan.turns - 1,
+            "budget_met": True,
+            "compacted_messages": len(self.compacted),
+            "cleared_results": self.cleared_results,
+            "cleared_tokens": self.cleared_tokens,
+            "dropped_steps": self.dropped_steps,
+            "dropped_step_tokens": self.dropped_step_tokens,
+            "truncated_messages": self.truncated_messages,
+            "truncated_tokens": self.truncated_tokens,
+        }
+
+
+@dataclass
+class _Slot:
+    """One message of the turn as compaction changes it."""
+
+    index: int
+    message: BaseMessage
+    tokens: int
+    original_tokens: int
+    change: str = ""  # "cleared" or "truncated" once changed
+    at_floor: bool = False  # cut as far as it goes
+
+
+def needs_compaction(plan: TrimPlan) -> bool:
+    """True when the newest turn does not fit beside the pinned messages."""
+    return bool(plan.turns) and not plan.kept_turns
+
+
+def compact(
+    messages: Sequence[BaseMessage],
+    kinds: Sequence[int],
+    plan: TrimPlan,
+    counter: ResolvedCounter,
+    *,
+    keep_tool_results: int,
+    reserved: int = 0,
+) -> Compaction:
+    """Compact the newest turn of ``messages`` (planned as ``plan``) into the budget.
+
+    ``reserved`` tokens (tool schemas) are part of ``plan.overhead_tokens``
+    and are added to the exact count of the result.
+    """
+    overflow = TurnTrimOverflowError(
+        plan.max_tokens, plan.system_tokens + plan.overhead_tokens, plan.newest_turn_tokens
+    )
+    if not plan.budget_met:
+        raise overflow
+    start = plan.newest_turn_start
+    before = [i for i in range(start) if kinds[i] in _PINNED]
+    turn = [i for i in range(start, len(messages)) if kinds[i] not in _PINNED]
+    room = plan.max_tokens - plan.system_tokens - plan.overhead_tokens
+    for _ in range(_ATTEMPTS):
+        ladder = _Ladder(messages, turn, counter, keep_tool_results)
+        if not ladder.run(room):
+            raise overflow
+        indices = ladder.kept_indices(kinds, before, start)
+        kept = ladder.result(messages, indices)
+        total = counter.count(kept) + reserved
+        if total <= plan.max_tokens:
+            return ladder.outcome(kept, indices, total)
+        room -= total - plan.max_tokens
+    raise overflow
+
+
+class _Ladder:
+    """The three rungs over one turn's messages (pinned ones stay out of it)."""
+
+    def __init__(
+        self,
+        messages: Sequence[BaseMessage],
+        turn: list[int],
+        counter: ResolvedCounter,
+        keep_tool_results: int,
+    ) -> None:
+        self.counter = counter
+        costs = counter.count_each([messages[i] for i in turn])
+        slots = [_Slot(i, messages[i], c, c) for i, c in zip(turn, costs, strict=True)]
+        # The head: the user message (absent when a summary, pinned, opens the
+        # turn) and any result before the first assistant message. Then one
+        # step per assistant message, with the results that follow it.
+        self.head: list[_Slot] = []
+        self.steps: list[list[_Slot]] = []
+        for slot in slots:
+            if isinstance(slot.message, AIMessage):
+                self.steps.append([slot])
+            elif self.steps:
+                self.steps[-1].append(slot)
+            else:
+                self.head.append(slot)
+        self.dropped: list[_Slot] = []
+        self.names = _tool_names(messages[i] for i in turn)
+        results = [s for step in self.steps for s in step if _is_result(s.message)]
+        keep = max(0, keep_tool_results)
+        self.clearable = results[: len(results) - keep] if keep else results
+
+    def total(self) -> int:
+        return sum(s.tokens for s in self.kept_slots())
+
+    def kept_slots(self) -> list[_Slot]:
+        return [*self.head, *(s for step in self.steps for s in step)]
+
+    def run(self, room: int) -> bool:
+        """Apply the rungs until the turn fits ``room``; False if it cannot."""
+        total = self.total()
+        for slot in self.clearable:
+            if total <= room:
+                return True
+            total -= self._clear(slot)
+        while total > room and len(self.steps) > 1:
+            step = self.steps.pop(0)
+            self.dropped.extend(step)
+            total -= sum(s.tokens for s in step)
+        while total > room:
+            candidates = [s for s in self.kept_slots() if not s.at_floor]
+            if not candidates:
+                return False
+            largest = max(candidates, key=lambda s: s.tokens)
+            total -= self._truncate(largest, largest.tokens - (total - room))
+        return True
+
+    def _count(self, message: BaseMessage) -> int:
+        return self.counter.count_each([message])[0]
+
+    def _clear(self, slot: _Slot) -> int:
+        name = self.names.get(getattr(slot.message, "tool_call_id", None) or "", "tool")
+        note = f"[result of {name} cleared to fit the context: {slot.tokens} tokens]"
+        cleared = _with_result_text(slot.message, note)
+        tokens = self._count(cleared)
+        if tokens >= slot.tokens:
+            return 0
+        saved = slot.tokens - tokens
+        slot.message, slot.tokens, slot.change = cleared, tokens, "cleared"
+        return saved
+
+    def _truncate(self, slot: _Slot, target: int) -> int:
+        """Cut ``slot``'s text to at most ``target`` tokens, or as far as it goes."""
+        original = slot.message
+        text = _text(original)
+        floor = _with_text(original, _cut(text, 0))
+        floor_tokens = self._count(floor)
+        if floor_tokens >= slot.tokens:
+            slot.at_floor = True
+            return 0
+        message, tokens = floor, floor_tokens
+        if target > floor_tokens:
+            # Characters per token of this very message, refined on each miss.
+            per_char = (slot.tokens - floor_tokens) / max(len(text), 1)
+            keep = int((target - floor_tokens) / per_char)
+            for _ in range(_SEARCH_STEPS):
+                keep = max(0, min(keep, len(text) - 1))
+                candidate = _with_text(original, _cut(text, keep))
+                counted = self._count(candidate)
+                if counted <= target:
+                    message, tokens = candidate, counted
+                    break
+                per_char = max(counted - floor_tokens, 1) / max(keep, 1)
+                keep = min(keep - 1, int((target - floor_tokens) / per_char))
+        saved = slot.tokens - tokens
+        slot.message, slot.tokens, slot.change = message, tokens, "truncated"
+        slot.at_floor = message is floor
+        return saved
+
+    def kept_indices(self, kinds: Sequence[int], before: list[int], start: int) -> list[int]:
+        """Pinned messages before the turn, then the turn in order (its pinned in place)."""
+        inside = {s.index for s in self.kept_slots()}
+        rest = (i for i in range(start, len(kinds)) if kinds[i] in _PINNED or i in inside)
+        return [*before, *rest]
+
+    def result(self, messages: Sequence[BaseMessage], indices: list[int]) -> list[BaseMessage]:
+        """The messages at ``indices``, compacted where the ladder changed them."""
+        changed = {s.index: s.message for s in self.kept_slots() if s.change}
+        return [changed.get(i, messages[i]) for i in indices]
+
+    def outcome(self, kept: list[BaseMessage], indices: list[int], total: int) -> Compaction:
+        slots = self.kept_slots()
+        cleared = [s for s in slots if s.change == "cleared"]
+        truncated = [s for s in slots if s.change == "truncated"]
+        return Compaction(
+            messages=kept,
+            kept=tuple(indices),
+            compacted=[s.message for s in slots if s.change],
+            dropped=[s.message for s in self.dropped],
+            cleared_results=len(cleared),
+            cleared_tokens=sum(s.original_tokens - s.tokens for s in cleared),
+            dropped_steps=sum(1 for s in self.dropped if isinstance(s.message, AIMessage)),
+            dropped_step_tokens=sum(s.tokens for s in self.dropped),
+            truncated_messages=len(truncated),
+            truncated_tokens=sum(s.original_tokens - s.tokens for s in truncated),
+            tokens_after=total,
+        )
+
+
+def _is_result(message: BaseMessage) -> bool:
+    """A tool (or legacy function) result, or a human message of ``tool_result`` blocks."""
+    return isinstance(message, (ToolMessage, FunctionMessage)) or (
+        isinstance(message, HumanMessage) and _tool_result_blocks(message.content) > 0
+    )
+
+
+def _tool_result_blocks(content: object) -> int:
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_result")
+
+
+def _tool_names(messages: Any) -> dict[str, str]:
+    """Tool call id -> tool name, from the assistant messages' calls."""
+    names: dict[str, str] = {}
+    for message in messages:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                if call.get("id") and call.get("name"):
+                    names[str(call["id"])] = str(call["name"])
+    return names
+
+
+def _text(message: BaseMessage) -> str:
+    """The text compaction may cut: the content, or its text (and tool result) parts."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict):
+            inner = block.get("text") if block.get("type") == "text" else None
+            if block.get("type") == "tool_result":
+                inner = _result_text(block.get("content"))
+            if isinstance(inner, str):
+                parts.append(inner)
+    return "\n".join(parts)
+
+
+def _result_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            b.get("text", "") if isinstance(b, dict) else str(b)
+            for b in content
+            if isinstance(b, (dict, str))
+        )
+    return ""
+
+
+def _with_text(message: BaseMessage, text: str) -> BaseMessage:
+    """``message`` with its text replaced by ``text``: a new object, same id and calls.
+
+    List content keeps its blocks that carry no text (tool uses, say) only
+    where they are needed for the conversation to stay valid; images and
+    other data are part of what is cut.
+    """
+    content = message.content
+    if isinstance(content, str):
+        return message.model_copy(update={"content": text})
+    results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+    if results:
+        return _with_result_text(message, text)
+    uses = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+    other = len(content) - len(uses) - sum(1 for b in content if _is_text_block(b))
+    if other:
+        text += f"\n[{other} non-text part(s) removed to fit the context]"
+    kept: list[str | dict[str, Any]] = [{"type": "text", "text": text}, *uses]
+    return message.model_copy(update={"content": kept})
+
+
+def _is_text_block(block: object) -> bool:
+    return isinstance(block, str) or (isinstance(block, dict) and block.get("type") == "text")
+
+
+def _with_result_text(message: BaseMessage, text: str) -> BaseMessage:
+    """A tool result whose output is ``text`` (every ``tool_result`` block's, for a human one)."""
+    content = message.content
+    if isinstance(message, HumanMessage) and isinstance(content, list):
+        blocks: list[str | dict[str, Any]] = []
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                blocks.append({**block, "content": text})
+            elif not (isinstance(block, dict) and block.get("type") == "text"):
+                blocks.append(block)
+        return message.model_copy(update={"content": blocks})
+    return message.model_copy(update={"content": text})
+
+
+def _cut(text: str, keep: int) -> str:
+    """``text`` cut to ``keep`` characters around a note: two thirds head, one third tail."""
+    if keep >= len(text):
+        return text
+    head = keep - keep // 3
+    tail = keep - head
+    cut = len(text) - keep
+    note = f"\n[... {cut:,} characters cut to fit the context ...]\n"
+    return text[:head] + note + (text[len(text) - tail :] if tail else "")

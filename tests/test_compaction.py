@@ -1,0 +1,369 @@
+"""``on_overflow="compact"``: the newest turn compacted inside the budget, never corrupted."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.messages.utils import count_tokens_approximately
+
+from langchain_turntrim import (
+    TiktokenCounter,
+    TurnTrimmer,
+    TurnTrimOverflowError,
+    per_list,
+    trim_turns,
+    trim_update,
+)
+from langchain_turntrim._compaction import _cut, _text, _with_result_text, _with_text
+from tests.lc import LENGTH, check_conversation
+
+FILLER = "the quick brown fox jumps over the lazy dog 0123456789 "
+
+
+def text(size: int, seed: int = 0) -> str:
+    """``size`` characters of varied text (so that tiktoken's counts vary too)."""
+    base = f"[{seed}] " + FILLER
+    return (base * (size // len(base) + 1))[:size]
+
+
+def call(step: int, k: int) -> dict[str, Any]:
+    return {"name": f"tool_{k}", "args": {"step": step, "k": k}, "id": f"c{step}.{k}"}
+
+
+def agent_turn(
+    sizes: Sequence[Sequence[int]],
+    *,
+    user: int = 40,
+    system: int = 30,
+    older: int = 1,
+    final: int = 20,
+) -> list[BaseMessage]:
+    """A system message, ``older`` short turns, then one long turn: a user
+    message of ``user`` characters and a step per entry of ``sizes`` (an
+    assistant message calling one tool per size, then the results), then a
+    final answer of ``final`` characters (0: none)."""
+    history: list[BaseMessage] = [SystemMessage(text(system), id="sys")]
+    for t in range(older):
+        history += [HumanMessage(text(30, t), id=f"old{t}"), AIMessage(text(30), id=f"olda{t}")]
+    history.append(HumanMessage(text(user, 99), id="task"))
+    for step, results in enumerate(sizes):
+        calls = [call(step, k) for k in range(len(results))]
+        history.append(AIMessage(text(10, step), tool_calls=calls, id=f"a{step}"))
+        history += [
+            ToolMessage(text(size, step), tool_call_id=c["id"], name=c["name"], id=f"r{c['id']}")
+            for c, size in zip(calls, results, strict=True)
+        ]
+    if final:
+        history.append(AIMessage(text(final), id="final"))
+    return history
+
+
+@st.composite
+def long_turns(draw: st.DrawFn) -> list[BaseMessage]:
+    """Long agent turns: parallel calls, huge single results, a huge user
+    message, empty (zero-token for LENGTH) messages, with or without a final answer."""
+    size = st.sampled_from([0, 0, 5, 40, 200, 1_500, 6_000])
+    steps = draw(st.lists(st.lists(size, max_size=3), min_size=0, max_size=12))
+    return agent_turn(
+        steps,
+        user=draw(st.sampled_from([0, 20, 300, 5_000])),
+        system=draw(st.sampled_from([0, 30, 300])),
+        older=draw(st.integers(0, 2)),
+        final=draw(st.sampled_from([0, 0, 30, 2_000])),
+    )
+
+
+def bare_count(name: str) -> Callable[[list[BaseMessage]], int]:
+    """The counter's own count of a list, computed independently of the trimmer."""
+    if name == "approximate":
+        return count_tokens_approximately
+    if name == "tiktoken":
+        exact = TiktokenCounter("gpt-4")
+        return lambda ms: sum(exact.count_each(ms)) + exact.overhead
+    return lambda ms: sum(len(m.content) for m in ms)
+
+
+def counter_for(name: str) -> Any:
+    return {"approximate": "approximate", "tiktoken": "tiktoken:gpt-4", "length": LENGTH}[name]
+
+
+def steps_of(history: Sequence[BaseMessage]) -> list[str]:
+    """The assistant message ids of the newest turn, in order."""
+    start = max(i for i, m in enumerate(history) if m.id == "task")
+    return [m.id for m in history[start:] if isinstance(m, AIMessage) and m.id]
+
+
+def smallest(message: BaseMessage, count: Callable[[list[BaseMessage]], int]) -> int:
+    """A lower bound of what compaction can cut ``message`` to (``count`` of one message)."""
+    cut = _with_text(message, _cut(_text(message), 0))
+    forms = [message, cut]
+    if isinstance(message, ToolMessage):
+        forms.append(_with_result_text(message, "[result of tool_0 cleared to fit the context]"))
+    return min(count([form]) for form in forms)
+
+
+def check_compacted(history: list[BaseMessage], kept: list[BaseMessage], budget: int, name: str):
+    """The guarantees of ``"compact"`` for one result."""
+    count = bare_count(name)
+    assert count(kept) <= budget
+    check_conversation(kept)
+    by_id = {m.id: m for m in history}
+    assert kept[0] is history[0]  # the system message, pinned
+    assert kept[1].id == "task"  # the task, first after the pinned message
+    assert isinstance(kept[1], HumanMessage)
+    kept_steps = [m.id for m in kept if isinstance(m, AIMessage)]
+    all_steps = steps_of(history)
+    if all_steps:
+        assert kept_steps
+        assert kept_steps[-1] == all_steps[-1]  # the newest step
+        assert kept_steps == all_steps[len(all_steps) - len(kept_steps) :]  # newest ones only
+    for message in kept:
+        original = by_id[message.id]
+        assert type(message) is type(original)
+        if message is not original:  # a compacted copy, never the caller's object edited
+            assert message.content != original.content
+            if isinstance(message, ToolMessage):
+                assert message.tool_call_id == original.tool_call_id  # type: ignore[attr-defined]
+            if isinstance(message, AIMessage):
+                assert message.tool_calls == original.tool_calls  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", ["approximate", "tiktoken", "length"])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(history=long_turns(), data=st.data())
+def test_compaction_guarantees_at_every_budget(
+    name: str, history: list[BaseMessage], data: st.DataObject, tiktoken_cache: Any
+) -> None:
+    count = bare_count(name)
+    total = count(history)
+    budget = data.draw(st.integers(0, total + 20) | st.integers(total // 3, total), label="budget")
+    counter = counter_for(name)
+    drop = TurnTrimmer(max_tokens=budget, token_counter=counter).trim(history)
+    trimmer = TurnTrimmer(max_tokens=budget, token_counter=counter, on_overflow="compact")
+    task = next(i for i, m in enumerate(history) if m.id == "task")
+    pinned_and_turn = [history[0], *history[task:]]
+    if count(pinned_and_turn) <= budget:  # the newest turn fits: exactly what "drop" returns
+        assert trimmer.trim(history) == drop
+        return
+    skeleton = pinned_and_turn[1:2]
+    if steps_of(history):
+        newest = history.index(next(m for m in history if m.id == steps_of(history)[-1]))
+        skeleton += history[newest:]
+    try:
+        kept = trimmer.trim(history)
+    except TurnTrimOverflowError:
+        # Raised only when not even the skeleton (the system message, the task
+        # and the newest step, each at its smallest form) fits; a marker's
+        # digits may differ by a few tokens per message.
+        least = count(history[:1]) + sum(smallest(m, count) for m in skeleton)
+        assert least > budget - 8 * len(skeleton)
+        return
+    check_compacted(history, kept, budget, name)
+
+
+def test_one_huge_old_result_is_cleared_and_nothing_else_changes() -> None:
+    history = agent_turn([[40], [6_000], [40], [40], [40]])
+    budget = count_tokens_approximately(history) - 1_000
+    report = TurnTrimmer(max_tokens=budget, on_overflow="compact").trim_with_report(history)
+    (cleared,) = report.compacted
+    assert cleared.id == "rc1.0"
+    assert isinstance(cleared, ToolMessage)
+    assert cleared.tool_call_id == "c1.0"
+    assert cleared.name == "tool_0"
+    assert cleared.text.startswith("[result of tool_0 cleared to fit the context:")
+    # Everything else is the caller's own object, older turns aside.
+    assert [m for m in report.kept if m is not cleared] == [
+        m for m in history if m.id not in ("old0", "olda0", "rc1.0")
+    ]
+    assert report.compaction is not None
+    assert report.compaction.cleared_results == 1
+    assert report.compaction.dropped_steps == 0
+    assert report.compaction.truncated_messages == 0
+    assert report.dropped == history[1:3]  # the older turn
+    assert report.tokens_after <= budget
+    # Not wasteful: the one clear was needed (the turn as it was does not fit).
+    assert count_tokens_approximately([history[0], *history[3:]]) > budget
+
+
+def test_the_newest_results_are_kept_intact_and_old_steps_go_before_truncation() -> None:
+    history = agent_turn([[3_000]] * 6, final=0)
+    budget = 2_500
+    trimmer = TurnTrimmer(max_tokens=budget, on_overflow="compact", keep_tool_results=1)
+    report = trimmer.trim_with_report(history)
+    compaction = report.compaction
+    assert compaction is not None
+    cleared = [m.id for m in report.compacted]
+    assert cleared == [f"rc{i}.0" for i in range(len(cleared))]  # the oldest first
+    assert 0 < len(cleared) < 6
+    assert compaction.dropped_steps == compaction.truncated_messages == 0
+    assert report.kept[-1] is history[-1]  # the newest result, intact
+    assert count_tokens_approximately(report.kept) <= budget
+    # Not wasteful: without the last clear, the turn would not fit.
+    last = report.compacted[-1]
+    original = next(m for m in history if m.id == last.id)
+    undone = [original if m is last else m for m in report.kept]
+    assert count_tokens_approximately(undone) > budget
+    small = TurnTrimmer(max_tokens=900, on_overflow="compact", keep_tool_results=1)
+    tight = small.trim_with_report(history).compaction
+    assert tight is not None
+    assert tight.dropped_steps > 0  # steps dropped, oldest first
+    kept_steps = [m.id for m in small.trim(history) if isinstance(m, AIMessage)]
+    assert kept_steps == [f"a{i}" for i in range(6 - len(kept_steps), 6)]
+
+
+def test_a_huge_user_message_is_truncated_head_and_tail() -> None:
+    task = "START " + "middle " * 3_000 + " END"
+    history = [SystemMessage("be brief", id="sys"), HumanMessage(task, id="task")]
+    kept = TurnTrimmer(max_tokens=300, on_overflow="compact").trim(history)
+    assert [m.id for m in kept] == ["sys", "task"]
+    cut = kept[1].text
+    assert cut.startswith("START middle")
+    assert cut.endswith("middle  END")
+    assert "characters cut to fit the context" in cut
+    assert 250 < count_tokens_approximately(kept) <= 300
+    assert history[1].content == task  # the caller's message is untouched
+
+
+def test_raises_when_not_even_the_skeleton_fits() -> None:
+    history = agent_turn([[100]], system=2_000)
+    with pytest.raises(TurnTrimOverflowError):
+        TurnTrimmer(max_tokens=100, on_overflow="compact").trim(history)
+    with pytest.raises(TurnTrimOverflowError):  # the system messages alone do not fit
+        TurnTrimmer(max_tokens=10, on_overflow="compact").trim([SystemMessage("x" * 400)])
+
+
+def test_two_hundred_steps_in_one_turn() -> None:
+    history = agent_turn([[300, 300]] * 220, final=50)
+    budget = 4_000
+    report = TurnTrimmer(max_tokens=budget, on_overflow="compact").trim_with_report(history)
+    check_compacted(history, report.kept, budget, "approximate")
+    assert report.compaction is not None
+    assert report.compaction.dropped_steps > 150
+    assert report.tokens_after == count_tokens_approximately(report.kept)
+    assert report.tokens_after > 0.9 * budget
+
+
+def test_a_whole_list_counter_is_held_to_its_exact_count() -> None:
+    sent: list[list[BaseMessage]] = []
+
+    def count(messages: list[BaseMessage]) -> int:  # not additive: 2 tokens between messages
+        check_conversation(messages)
+        sent.append(messages)
+        return sum(len(m.text) // 4 for m in messages) + 2 * len(messages)
+
+    history = agent_turn([[800], [800], [800]], final=0)
+    trimmer = TurnTrimmer(max_tokens=300, token_counter=per_list(count), on_overflow="compact")
+    kept = trimmer.trim(history)
+    check_conversation(kept)
+    assert count(kept) <= 300
+    assert kept[1].id == "task"
+
+
+def test_trim_turns_compacts_too() -> None:
+    history = agent_turn([[4_000]])
+    kept = trim_turns(history, max_tokens=500, on_overflow="compact")
+    assert [m.id for m in kept][:2] == ["sys", "task"]
+    assert count_tokens_approximately(kept) <= 500
+    assert trim_turns(history, max_tokens=500) == [history[0]]  # "drop", the spec
+
+
+def test_the_report_and_trace_carry_the_figures() -> None:
+    history = agent_turn([[40], [6_000], [40]])
+    trimmer = TurnTrimmer(max_tokens=800, on_overflow="compact", keep_tool_results=1)
+    report = trimmer.trim_with_report(history)
+    compaction = report.compaction
+    assert compaction is not None
+    summary = compaction.summary(report.plan)
+    assert summary["tokens_after"] == report.tokens_after
+    assert summary["messages_after"] == len(report.kept)
+    assert summary["cleared_tokens"] == compaction.cleared_tokens > 1_000
+    assert summary["dropped_turns"] == report.dropped_turns == 1
+    assert report.kept_turns == 1
+    assert report.budget_met
+
+
+# -- the turn's shape: tool results in user messages, summaries -----------------------------
+
+
+def anthropic_turn() -> list[BaseMessage]:
+    calls = [{"name": "search", "args": {"q": "x"}, "id": "toolu_1"}]
+    return [
+        SystemMessage("sys", id="sys"),
+        HumanMessage("old question", id="old"),
+        AIMessage("old answer", id="olda"),
+        HumanMessage("find it", id="task"),
+        AIMessage("", tool_calls=calls, id="a0"),
+        HumanMessage(
+            [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "y" * 4_000}],
+            id="res",
+        ),
+        AIMessage("", tool_calls=[{**calls[0], "id": "toolu_2"}], id="a1"),
+        HumanMessage(
+            [{"type": "tool_result", "tool_use_id": "toolu_2", "content": "z" * 40}], id="res2"
+        ),
+    ]
+
+
+def test_tool_results_in_user_messages_continue_the_turn() -> None:
+    history = anthropic_turn()
+    budget = count_tokens_approximately(history[3:]) + 20  # the last turn and a bit
+    kept = TurnTrimmer(max_tokens=budget).trim(history)
+    assert [m.id for m in kept] == ["sys", "task", "a0", "res", "a1", "res2"]
+    check_conversation(kept)
+    compact = TurnTrimmer(max_tokens=300, on_overflow="compact").trim_with_report(history)
+    (cleared,) = compact.compacted
+    assert cleared.id == "res"
+    assert cleared.content[0]["tool_use_id"] == "toolu_1"  # type: ignore[index]
+    check_conversation(compact.kept)
+
+
+def test_a_summary_is_pinned() -> None:
+    summary = HumanMessage(
+        "Summary: the user wants X.", id="sum", additional_kwargs={"lc_source": "summarization"}
+    )
+    history = [
+        SystemMessage("sys", id="sys"),
+        summary,
+        AIMessage("continuing", id="a"),
+        HumanMessage("q" * 400, id="u1"),
+        AIMessage("a" * 400, id="a1"),
+        HumanMessage("now this", id="u2"),
+    ]
+    kept = TurnTrimmer(max_tokens=60).trim(history)
+    assert [m.id for m in kept] == ["sys", "sum", "u2"]
+    everything = TurnTrimmer(max_tokens=10_000).trim(history)
+    assert [m.id for m in everything] == [m.id for m in history]  # "a" follows its summary
+    check_conversation(kept)
+    check_conversation(everything)
+
+
+def test_trim_update_never_deletes_the_newest_turn() -> None:
+    history = [
+        HumanMessage("hi", id="1"),
+        AIMessage("hello", id="2"),
+        HumanMessage("x" * 2000, id="3"),
+    ]
+    update = trim_update(history, TurnTrimmer(max_tokens=100))
+    assert [m.id for m in update["messages"]] == ["1", "2"]
+    compact = trim_update(history, TurnTrimmer(max_tokens=100, on_overflow="compact"))
+    assert [m.id for m in compact["messages"]] == ["1", "2"]
+
+
+def test_async_and_sync_compact_alike() -> None:
+    history = agent_turn([[2_000]] * 4)
+    trimmer = TurnTrimmer(max_tokens=700, on_overflow="compact")
+    assert asyncio.run(trimmer.ainvoke(history)) == trimmer.invoke(history) == trimmer.trim(history)
