@@ -24,7 +24,7 @@ user message is never built.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from langchain_core.messages import (
@@ -75,6 +75,12 @@ class Compaction:
     truncated_tokens: int
     tokens_after: int
 
+    @property
+    def changed(self) -> dict[int, BaseMessage]:
+        """Input index -> compacted message, for the messages compaction changed."""
+        new = {id(m) for m in self.compacted}
+        return {i: m for i, m in zip(self.kept, self.messages, strict=True) if id(m) in new}
+
     def summary(self, plan: TrimPlan) -> dict[str, int | bool]:
         """The trace metadata's figures: the plan's, corrected for what was
         kept, and each rung's."""
@@ -99,11 +105,18 @@ class _Slot:
     """One message of the turn as compaction changes it."""
 
     index: int
-    message: BaseMessage
-    tokens: int
+    original: BaseMessage
     original_tokens: int
+    message: BaseMessage = field(init=False)
+    tokens: int = field(init=False)
     change: str = ""  # "cleared" or "truncated" once changed
     at_floor: bool = False  # cut as far as it goes
+
+    def __post_init__(self) -> None:
+        self.restore()
+
+    def restore(self) -> None:
+        self.message, self.tokens, self.change = self.original, self.original_tokens, ""
 
 
 def needs_compaction(plan: TrimPlan) -> bool:
@@ -159,7 +172,7 @@ class _Ladder:
     ) -> None:
         self.counter = counter
         costs = counter.count_each([messages[i] for i in turn])
-        slots = [_Slot(i, messages[i], c, c) for i, c in zip(turn, costs, strict=True)]
+        slots = [_Slot(i, messages[i], c) for i, c in zip(turn, costs, strict=True)]
         # The head: the user message (absent when a summary, pinned, opens the
         # turn) and any result before the first assistant message. Then one
         # step per assistant message, with the results that follow it.
@@ -195,6 +208,11 @@ class _Ladder:
             step = self.steps.pop(0)
             self.dropped.extend(step)
             total -= sum(s.tokens for s in step)
+        if self.dropped:  # room freed by dropping: give back the newest cleared results
+            for slot in reversed([s for s in self.kept_slots() if s.change == "cleared"]):
+                if total - slot.tokens + slot.original_tokens <= room:
+                    total += slot.original_tokens - slot.tokens
+                    slot.restore()
         while total > room:
             candidates = [s for s in self.kept_slots() if not s.at_floor]
             if not candidates:
@@ -264,11 +282,11 @@ class _Ladder:
             messages=kept,
             kept=tuple(indices),
             compacted=[s.message for s in slots if s.change],
-            dropped=[s.message for s in self.dropped],
+            dropped=[s.original for s in self.dropped],
             cleared_results=len(cleared),
             cleared_tokens=sum(s.original_tokens - s.tokens for s in cleared),
             dropped_steps=sum(1 for s in self.dropped if isinstance(s.message, AIMessage)),
-            dropped_step_tokens=sum(s.tokens for s in self.dropped),
+            dropped_step_tokens=sum(s.original_tokens for s in self.dropped),
             truncated_messages=len(truncated),
             truncated_tokens=sum(s.original_tokens - s.tokens for s in truncated),
             tokens_after=total,

@@ -74,7 +74,7 @@ def test_the_command_line_uses_the_same_option_names() -> None:
     parser = _build_parser()
     trim = parser._subparsers._group_actions[0].choices["trim"]  # type: ignore[union-attr]
     flags = {flag for action in trim._actions for flag in action.option_strings}
-    assert {"--max-tokens", "--token-counter", "--on-overflow"} <= flags
+    assert {"--max-tokens", "--token-counter", "--on-overflow", "--keep-tool-results"} <= flags
     (on_overflow,) = [a for a in trim._actions if "--on-overflow" in a.option_strings]
     assert tuple(on_overflow.choices) == get_args(OnOverflow)
     assert on_overflow.default == SHARED["on_overflow"]

@@ -3,29 +3,41 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from langchain.agents import create_agent
+from langchain.agents.middleware import SummarizationMiddleware
+from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
     SystemMessage,
     ToolMessage,
+    convert_to_messages,
 )
 from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from pydantic import Field
 
 from langchain_turntrim import (
     TiktokenCounter,
     TurnTrimmer,
+    TurnTrimMiddleware,
     TurnTrimOverflowError,
     per_list,
     trim_turns,
     trim_update,
 )
+from langchain_turntrim._cli import main
 from langchain_turntrim._compaction import _cut, _text, _with_result_text, _with_text
 from tests.lc import LENGTH, check_conversation
 
@@ -367,3 +379,196 @@ def test_async_and_sync_compact_alike() -> None:
     history = agent_turn([[2_000]] * 4)
     trimmer = TurnTrimmer(max_tokens=700, on_overflow="compact")
     assert asyncio.run(trimmer.ainvoke(history)) == trimmer.invoke(history) == trimmer.trim(history)
+
+
+# -- in an agent ------------------------------------------------------------------------------
+
+
+class LongTurnModel(BaseChatModel):
+    """Calls ``search`` ``steps`` times in one turn (two calls in parallel every
+    fifth step), then answers. Records every list of messages it is sent."""
+
+    steps: int = 120
+    calls: list[list[BaseMessage]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "long-turn-fake"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> LongTurnModel:
+        return self
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        self.calls.append(list(messages))
+        n = len(self.calls)
+        if n > self.steps:
+            reply = AIMessage(f"Done after {n - 1} steps.", id=f"ai{n}")
+        else:
+            width = 2 if n % 5 == 0 else 1
+            calls = [
+                {"name": "search", "args": {"page": n, "k": k}, "id": f"call{n}.{k}"}
+                for k in range(width)
+            ]
+            reply = AIMessage(f"Step {n}: searching.", tool_calls=calls, id=f"ai{n}")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+@tool
+def search(page: int, k: int) -> str:
+    """Search one page of the documents."""
+    return f"page {page}.{k}: " + text(40 + 37 * (page % 9) + (900 if page % 17 == 0 else 0), page)
+
+
+def _invoke(agent: Any, inputs: Any) -> Any:
+    return agent.invoke(inputs, {"recursion_limit": 1_000})
+
+
+def _ainvoke(agent: Any, inputs: Any) -> Any:
+    return asyncio.run(agent.ainvoke(inputs, {"recursion_limit": 1_000}))
+
+
+@pytest.fixture(params=["invoke", "ainvoke"])
+def run(request: pytest.FixtureRequest) -> Callable[[Any, Any], Any]:
+    return {"invoke": _invoke, "ainvoke": _ainvoke}[request.param]  # type: ignore[return-value]
+
+
+SYSTEM_PROMPT = "You research documents with the search tool until you are done."
+
+
+def test_a_hundred_step_turn_under_a_small_budget(run: Callable[[Any, Any], Any]) -> None:
+    budget = 1_500
+    model = LongTurnModel()
+    agent = create_agent(
+        model,
+        tools=[search],
+        system_prompt=SYSTEM_PROMPT,
+        middleware=[TurnTrimMiddleware(max_tokens=budget)],  # on_overflow="compact"
+    )
+    task = HumanMessage("Find every page that mentions the fox. " * 5, id="task")
+    state = run(agent, {"messages": [task]})
+    assert len(model.calls) == model.steps + 1
+    compacted = 0
+    for sent in model.calls:
+        check_conversation(sent)
+        assert sent[0].text == SYSTEM_PROMPT
+        assert sent[1].id == "task"  # the task is in every request
+        assert count_tokens_approximately(sent, tools=[search]) <= budget
+        compacted += any(m.id != "task" and m.content != _original(state, m) for m in sent[1:])
+    assert compacted > model.steps // 2  # the turn outgrew the budget early on
+    # The state holds every message, none of them compacted.
+    assert len(state["messages"]) == 1 + model.steps * 2 + model.steps // 5 + 1
+    assert state["messages"][0].content == task.content
+    assert all(not m.text.startswith("[result of") for m in state["messages"])
+
+
+def _original(state: dict[str, Any], message: BaseMessage) -> Any:
+    return next(m.content for m in state["messages"] if m.id == message.id)
+
+
+def test_with_summarization_the_summary_is_pinned_and_the_tail_kept(
+    run: Callable[[Any, Any], Any],
+) -> None:
+    summarizer = GenericFakeChatModel(messages=iter([AIMessage("The user wants the fox.")] * 20))
+    model = LongTurnModel(steps=40)
+    budget = 1_200
+    agent = create_agent(
+        model,
+        tools=[search],
+        system_prompt=SYSTEM_PROMPT,
+        middleware=[
+            SummarizationMiddleware(summarizer, trigger=("tokens", 2_000), keep=("messages", 6)),
+            TurnTrimMiddleware(max_tokens=budget),
+        ],
+    )
+    run(agent, {"messages": [HumanMessage("Find the fox.", id="task")]})
+    summarized = [s for s in model.calls if any(_is_summary(m) for m in s)]
+    assert summarized  # the summarizer fired
+    for sent in model.calls:
+        check_conversation(sent)
+        assert count_tokens_approximately(sent, tools=[search]) <= budget
+    for sent in summarized:
+        assert _is_summary(sent[1])  # pinned, first after the system prompt
+        assert isinstance(sent[-1], (AIMessage, ToolMessage))  # the preserved tail follows it
+        assert len(sent) > 2
+
+
+def _is_summary(message: BaseMessage) -> bool:
+    return message.additional_kwargs.get("lc_source") == "summarization"
+
+
+# -- on the command line ----------------------------------------------------------------------
+
+
+def openai_turn() -> list[dict[str, Any]]:
+    calls = [
+        {"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+        for i in range(3)
+    ]
+    turn: list[dict[str, Any]] = [
+        {"role": "system", "content": "sys", "id": "sys"},
+        {"role": "user", "content": "read the files", "id": "task", "meta": {"keep": 1.5e300}},
+    ]
+    for i, c in enumerate(calls):
+        turn.append({"role": "assistant", "content": None, "tool_calls": [c], "id": f"a{i}"})
+        turn.append(
+            {"role": "tool", "tool_call_id": c["id"], "content": text(3_000, i), "id": f"r{i}"}
+        )
+    return turn
+
+
+def test_the_cli_writes_compacted_messages_in_the_input_shape(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(openai_turn()))
+    args = ["--max-tokens", "1200", "--on-overflow", "compact", "--keep-tool-results", "1"]
+    assert main(["trim", str(path), *args]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [m["id"] for m in out] == ["sys", "task", "a0", "r0", "a1", "r1", "a2", "r2"]
+    assert out[1] == openai_turn()[1]  # untouched messages are written as they were
+    assert out[3]["content"].startswith("[result of read cleared to fit the context:")
+    assert out[3]["tool_call_id"] == "c0"
+    assert out[-1] == openai_turn()[-1]
+    kept = convert_to_messages(out)
+    check_conversation(kept)
+    assert count_tokens_approximately(kept) <= 1200
+    assert main(["report", str(path), *args]) == 0
+    assert "compact: the newest turn is kept in" in capsys.readouterr().out
+
+
+def test_the_cli_refuses_to_compact_records(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "records.json"
+    path.write_text(json.dumps([{"role": "user", "tokens": 5, "id": "u"}]))
+    args = ["trim", str(path), "--max-tokens", "1", "--token-counter", "field"]
+    assert main([*args, "--on-overflow", "compact"]) == 2
+    assert "--on-overflow compact needs message content" in capsys.readouterr().err
+
+
+def test_results_cleared_before_a_drop_are_given_back_when_room_allows() -> None:
+    history = agent_turn([[2_000], [2_000]], final=0, older=0)
+    history[2] = history[2].model_copy(update={"content": text(3_000)})  # a huge first step
+    trimmer = TurnTrimmer(max_tokens=700, on_overflow="compact", keep_tool_results=0)
+    report = trimmer.trim_with_report(history)
+    assert report.compaction is not None
+    assert report.compaction.dropped_steps == 1
+    # Cleared on the way, given back intact once the first step was dropped.
+    assert report.kept == [history[0], history[1], history[4], history[5]]
+    assert count_tokens_approximately(report.kept) <= 700
+
+
+def test_the_readme_compaction_example_prints_what_it_says(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    start = readme.index('history = [SystemMessage("You are a support agent.")')
+    code = readme[
+        readme.rindex("```python", 0, start) + len("```python") : readme.index("```", start)
+    ]
+    exec(compile(code, "README.md", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    expected = [line.split("  # ", 1)[1] for line in code.splitlines() if line.startswith("print(")]
+    assert printed == expected

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Final, NoReturn
+from typing import Any, Final, NoReturn
 
 from langchain_turntrim import __version__
 from langchain_turntrim._cli.transcript import (
@@ -28,6 +28,7 @@ from langchain_turntrim._cli.transcript import (
     to_messages,
     write,
 )
+from langchain_turntrim._compaction import DEFAULT_KEEP_TOOL_RESULTS, Compaction
 from langchain_turntrim._core import ROLE_KINDS, TrimPlan, plan_trim
 from langchain_turntrim._counting import ApproximateCounter, TokenCounter
 from langchain_turntrim._counting.resolve import tiktoken_shortcut
@@ -81,12 +82,42 @@ class CounterChoice:
 
 
 @dataclass(frozen=True)
+class Overflow:
+    """What ``--on-overflow`` and ``--keep-tool-results`` asked for."""
+
+    on_overflow: OnOverflow
+    keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS
+
+
+def _overflow(args: argparse.Namespace) -> Overflow:
+    keep = args.keep_tool_results
+    if keep < 0:
+        msg = f"--keep-tool-results must be >= 0, got {keep}"
+        raise InputError(msg)
+    return Overflow(args.on_overflow, keep)
+
+
+@dataclass(frozen=True)
 class Planned:
-    """A plan, and (for the report) each message's turn kind and cost."""
+    """A plan, (for the report) each message's turn kind and cost, and the
+    compaction of the newest turn under ``--on-overflow compact``."""
 
     plan: TrimPlan
     kinds: list[int]
     costs: list[int]
+    compaction: Compaction | None = None
+
+    def kept(self, items: list[Any]) -> list[Any]:
+        """The kept items of the transcript: each as it was read, or, when
+        compacted, the same object with its compacted ``content``."""
+        compaction = self.compaction
+        if compaction is None:
+            return self.plan.select(items)
+        changed = compaction.changed
+        return [
+            {**items[i], "content": changed[i].content} if i in changed else items[i]
+            for i in compaction.kept
+        ]
 
 
 # -- command line ---------------------------------------------------------------------------
@@ -143,7 +174,18 @@ def _add_trim_arguments(parser: argparse.ArgumentParser) -> None:
         "--on-overflow",
         choices=ON_OVERFLOW,
         default="drop",
-        help="when not even the newest turn fits: drop it (default) or raise an error",
+        help=(
+            "when not even the newest turn fits: drop it (default), raise an error, or "
+            "compact it (clear old tool results, drop old steps, truncate)"
+        ),
+    )
+    parser.add_argument(
+        "--keep-tool-results",
+        type=int,
+        default=DEFAULT_KEEP_TOOL_RESULTS,
+        metavar="N",
+        help=f"with --on-overflow compact: the newest N tool results are never cleared "
+        f"(default: {DEFAULT_KEEP_TOOL_RESULTS})",
     )
 
 
@@ -195,8 +237,8 @@ def _run_trim(args: argparse.Namespace) -> int:
     max_tokens = _check_budget(args.max_tokens)
     choice = _choose_counter(args.counter)
     transcript = read_transcript(args.file)
-    planned = _plan(transcript, choice, max_tokens, args.on_overflow, with_costs=False)
-    write(dump(transcript, planned.plan.select(transcript.messages)))
+    planned = _plan(transcript, choice, max_tokens, _overflow(args), with_costs=False)
+    write(dump(transcript, planned.kept(transcript.messages)))
     return 0
 
 
@@ -205,7 +247,7 @@ def _run_report(args: argparse.Namespace) -> int:
     max_tokens = _check_budget(args.max_tokens)
     choice = _choose_counter(args.counter)
     transcript = read_transcript(args.file)
-    _show_report(transcript, choice, max_tokens, args.on_overflow)
+    _show_report(transcript, choice, max_tokens, _overflow(args))
     return 0
 
 
@@ -217,13 +259,13 @@ def _run_demo(args: argparse.Namespace) -> int:
     text = resources.files("langchain_turntrim._cli").joinpath(SAMPLE).read_text(encoding="utf-8")
     transcript = parse(text, SAMPLE)
     choice = CounterChoice("approximate", ApproximateCounter())
-    plan = _show_report(transcript, choice, max_tokens, "drop")
+    plan = _show_report(transcript, choice, max_tokens, Overflow("drop"))
     render_messages(plan.select(transcript.messages), plan.size, sys.stdout)
     return 0
 
 
 def _show_report(
-    transcript: Transcript, choice: CounterChoice, max_tokens: int, on_overflow: OnOverflow
+    transcript: Transcript, choice: CounterChoice, max_tokens: int, on_overflow: Overflow
 ) -> TrimPlan:
     from langchain_turntrim._cli.tables import render, summarize  # noqa: PLC0415
 
@@ -231,7 +273,18 @@ def _show_report(
     summary = summarize(transcript.messages, planned.kinds, planned.costs, planned.plan)
     title = f"{transcript.source}: budget {max_tokens:,} tokens, counter {choice.label}"
     render(summary, title, sys.stdout)
+    if planned.compaction is not None:
+        sys.stdout.write(_compaction_line(planned.compaction))
     return planned.plan
+
+
+def _compaction_line(c: Compaction) -> str:
+    return (
+        f"compact: the newest turn is kept in {c.tokens_after:,} tokens: "
+        f"{c.cleared_results} results cleared ({c.cleared_tokens:,} tokens), "
+        f"{c.dropped_steps} steps dropped ({c.dropped_step_tokens:,} tokens), "
+        f"{c.truncated_messages} messages truncated ({c.truncated_tokens:,} tokens)\n"
+    )
 
 
 def _require_rich() -> None:
@@ -278,15 +331,18 @@ def _plan(
     transcript: Transcript,
     choice: CounterChoice,
     max_tokens: int,
-    on_overflow: OnOverflow,
+    overflow: Overflow,
     *,
     with_costs: bool,
 ) -> Planned:
     """Plan the trim; with ``with_costs``, also each message's turn kind and cost."""
     records = transcript.messages
     if choice.counter is None:
+        if overflow.on_overflow == "compact":
+            msg = "--on-overflow compact needs message content; --token-counter field has none"
+            raise InputError(msg)
         plan = plan_trim(records, max_tokens)  # validates every record
-        check_overflow(plan, on_overflow)
+        check_overflow(plan, overflow.on_overflow)
         if not with_costs:
             return Planned(plan, [], [])
         return Planned(
@@ -297,10 +353,13 @@ def _plan(
     trimmer = TurnTrimmer(
         max_tokens=max_tokens,
         token_counter=choice.counter,
-        on_overflow=on_overflow,
+        on_overflow=overflow.on_overflow,
+        keep_tool_results=overflow.keep_tool_results,
         cache_size=0,
     )
-    plan = trimmer.plan(messages)
+    report = trimmer.report(messages)
+    plan = report.plan
     if not with_costs:
-        return Planned(plan, [], [])
-    return Planned(plan, message_kinds(messages), choice.counter.count_each(messages))
+        return Planned(plan, [], [], report.compaction)
+    costs = choice.counter.count_each(messages)
+    return Planned(plan, message_kinds(messages), costs, report.compaction)
