@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from benchmarks import memory, scenarios
+from benchmarks import long_turns, memory, scenarios
 from benchmarks.conversations import make_source
 from benchmarks.encoding import REPO_ROOT, load_exact_encoding
 from benchmarks.report import Row, markdown_table, write_json
@@ -28,6 +28,7 @@ SCENARIOS: Final[dict[str, tuple[Scenario, bool]]] = {
     "approximate": (scenarios.approximate, False),
     "memory": (memory.memory, False),
     "cache": (memory.cache, True),
+    "long-turns": (long_turns.long_turns, False),
 }
 MIN_REPEATS: Final = 5
 DEFAULT_REPEATS: Final = 7

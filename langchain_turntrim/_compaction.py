@@ -8,10 +8,11 @@ ladder, each rung used only as far as needed:
    naming the tool and the tokens it held; the newest ``keep_tool_results``
    results stay intact;
 2. **drop** the oldest whole steps (an assistant message and the results of
-   its calls), never the newest step;
-3. **truncate** the largest remaining message of the turn, the user message
-   included: its head and tail are kept around a note saying how many
-   characters were cut; repeated on the next largest until the budget holds.
+   its calls), never the newest step, while at least half of a step is needed;
+3. **truncate** the largest remaining message of the turn (the user message
+   only when nothing else can be cut): its head and tail are kept around a
+   note saying how many characters were cut; repeated on the next largest
+   until the budget holds. Steps are dropped again if that is not enough.
 
 Steps are atomic (a call never travels without its results), the user
 message stays first, and every compacted message is a new object of the
@@ -185,6 +186,9 @@ class _Ladder:
                 self.steps[-1].append(slot)
             else:
                 self.head.append(slot)
+        first = self.head[0] if self.head else None
+        is_user = first is not None and isinstance(first.original, HumanMessage)
+        self.user = first if is_user else None
         self.dropped: list[_Slot] = []
         self.names = _tool_names(messages[i] for i in turn)
         results = [s for step in self.steps for s in step if _is_result(s.message)]
@@ -204,22 +208,32 @@ class _Ladder:
             if total <= room:
                 return True
             total -= self._clear(slot)
-        while total > room and len(self.steps) > 1:
-            step = self.steps.pop(0)
-            self.dropped.extend(step)
-            total -= sum(s.tokens for s in step)
+        while total > room:
+            excess = total - room
+            largest = self._largest()
+            oldest = sum(s.tokens for s in self.steps[0]) if len(self.steps) > 1 else None
+            # A step goes when at least half of it is needed; a smaller excess
+            # is cut from the largest message instead of wasting the rest.
+            if oldest is not None and (largest is None or oldest <= 2 * excess):
+                step = self.steps.pop(0)
+                self.dropped.extend(step)
+                total -= oldest
+            elif largest is None:
+                return False
+            else:
+                total -= self._truncate(largest, largest.tokens - excess)
         if self.dropped:  # room freed by dropping: give back the newest cleared results
             for slot in reversed([s for s in self.kept_slots() if s.change == "cleared"]):
                 if total - slot.tokens + slot.original_tokens <= room:
                     total += slot.original_tokens - slot.tokens
                     slot.restore()
-        while total > room:
-            candidates = [s for s in self.kept_slots() if not s.at_floor]
-            if not candidates:
-                return False
-            largest = max(candidates, key=lambda s: s.tokens)
-            total -= self._truncate(largest, largest.tokens - (total - room))
         return True
+
+    def _largest(self) -> _Slot | None:
+        """The largest message that can still be cut; the user message last of all."""
+        slots = [s for s in self.kept_slots() if not s.at_floor]
+        others = [s for s in slots if s is not self.user]
+        return max(others or slots, key=lambda s: s.tokens, default=None)
 
     def _count(self, message: BaseMessage) -> int:
         return self.counter.count_each([message])[0]

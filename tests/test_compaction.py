@@ -550,7 +550,7 @@ def test_the_cli_refuses_to_compact_records(
 
 def test_results_cleared_before_a_drop_are_given_back_when_room_allows() -> None:
     history = agent_turn([[2_000], [2_000]], final=0, older=0)
-    history[2] = history[2].model_copy(update={"content": text(3_000)})  # a huge first step
+    history[2] = history[2].model_copy(update={"content": text(6_000)})  # a huge first step
     trimmer = TurnTrimmer(max_tokens=700, on_overflow="compact", keep_tool_results=0)
     report = trimmer.trim_with_report(history)
     assert report.compaction is not None
@@ -572,3 +572,18 @@ def test_the_readme_compaction_example_prints_what_it_says(
     printed = capsys.readouterr().out.splitlines()
     expected = [line.split("  # ", 1)[1] for line in code.splitlines() if line.startswith("print(")]
     assert printed == expected
+
+
+def test_a_small_excess_is_cut_from_the_largest_message_not_paid_with_a_whole_step() -> None:
+    history = agent_turn([[100], [3_000], [6_000], [40]], final=0, older=0)
+    count = count_tokens_approximately
+    first_step = count(history[2:4])
+    budget = count(history) - first_step - 60  # one step, and 60 tokens more
+    report = TurnTrimmer(max_tokens=budget, on_overflow="compact").trim_with_report(history)
+    compaction = report.compaction
+    assert compaction is not None
+    assert compaction.dropped_steps == 1
+    assert compaction.truncated_messages == 1
+    (cut,) = report.compacted
+    assert cut.id == "rc2.0"  # the largest message, not the user's
+    assert budget - 10 <= report.tokens_after <= budget

@@ -1,0 +1,192 @@
+"""Long agent turns: what each trimmer sends the model when one turn outgrows the budget.
+
+Not a timing: for every model call of the recorded long-turn runs (the history
+up to each assistant message), and budgets of the system prompt plus 10% to
+90% of the turn so far, each
+trimmer builds the request, and the request counts as **usable** when it is a
+valid conversation, within budget (approximate counts), and still holds the
+user's message and the newest step (the last assistant message and its
+results). Compared side by side on the same requests:
+
+* ``TurnTrimmer(on_overflow="compact")``;
+* ``trim_messages(strategy="last", start_on="human", include_system=True)``;
+* ``ContextEditingMiddleware``'s ``ClearToolUsesEdit(trigger=budget)`` (its
+  defaults otherwise: the 3 newest results kept), applied to a copy.
+
+Also: the share of the budget our compacted requests use (median, minimum).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_messages,
+    trim_messages,
+)
+from langchain_core.messages.utils import count_tokens_approximately
+
+from benchmarks.encoding import REPO_ROOT
+from benchmarks.report import Row, Target
+from benchmarks.scenarios import TRIM_MESSAGES_OPTIONS, Settings
+from langchain_turntrim import TurnTrimmer, TurnTrimOverflowError
+
+__all__ = ["FILES", "long_turns"]
+
+#: The recorded long-turn runs (one user message, then many tool steps).
+FILES: Final = ("tau2-telecom-solo-gpt-4.1.json", "swe-agent-demos.json")
+DATA: Final = REPO_ROOT.parent / "shared" / "data"
+FRACTIONS: Final = (0.1, 0.3, 0.5, 0.7, 0.9)
+
+Arm = Callable[[list[BaseMessage], int], list[BaseMessage]]
+
+
+def _ours(messages: list[BaseMessage], budget: int) -> list[BaseMessage]:
+    try:
+        return TurnTrimmer(max_tokens=budget, on_overflow="compact").trim(messages)
+    except TurnTrimOverflowError:  # not even the skeleton fits: no request is sent
+        return []
+
+
+def _trim_messages(messages: list[BaseMessage], budget: int) -> list[BaseMessage]:
+    return trim_messages(
+        messages,
+        max_tokens=budget,
+        token_counter=count_tokens_approximately,
+        **TRIM_MESSAGES_OPTIONS,
+    )
+
+
+def _clear_tool_uses(messages: list[BaseMessage], budget: int) -> list[BaseMessage]:
+    from langchain.agents.middleware.context_editing import ClearToolUsesEdit  # noqa: PLC0415
+
+    copied = [m.model_copy(deep=True) for m in messages]
+    ClearToolUsesEdit(trigger=budget).apply(copied, count_tokens=count_tokens_approximately)
+    return copied
+
+
+ARMS: Final[dict[str, Arm]] = {
+    "compact": _ours,
+    "trim_messages": _trim_messages,
+    "ClearToolUses": _clear_tool_uses,
+}
+
+
+def _runs() -> list[list[BaseMessage]]:
+    """Each recorded run, from its first user message on, with ids."""
+    runs = []
+    for name in FILES:
+        for conversation in json.loads((DATA / name).read_text(encoding="utf-8")):
+            items = conversation["traj"] if isinstance(conversation, dict) else conversation
+            messages = convert_to_messages(
+                [{**m, "content": m.get("content") or ""} for m in items]
+            )
+            for i, message in enumerate(messages):
+                message.id = f"m{i}"
+            system = [m for m in messages if isinstance(m, SystemMessage)][:1]
+            first = next(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
+            runs.append(system + [m for m in messages[first:] if not isinstance(m, SystemMessage)])
+    return runs
+
+
+def _calls(run: list[BaseMessage]) -> list[list[BaseMessage]]:
+    """The history before each assistant message after the user's: one model call each."""
+    return [run[:i] for i, m in enumerate(run) if isinstance(m, AIMessage) and i > 2]
+
+
+def usable(sent: Sequence[BaseMessage], history: Sequence[BaseMessage], budget: int) -> bool:
+    """Valid, within budget, with the user's message and the newest step."""
+    if not sent or count_tokens_approximately(sent) > budget or not _valid(sent):
+        return False
+    ids = {m.id for m in sent}
+    user = next(m for m in history if isinstance(m, HumanMessage))
+    newest = max(i for i, m in enumerate(history) if isinstance(m, AIMessage))
+    return user.id in ids and all(m.id in ids for m in history[newest:])
+
+
+def _valid(messages: Sequence[BaseMessage]) -> bool:
+    rest = [m for m in messages if not isinstance(m, SystemMessage)]
+    if not rest or not isinstance(rest[0], HumanMessage):
+        return False
+    pending: set[str] = set()
+    for message in rest:
+        if isinstance(message, ToolMessage):
+            if message.tool_call_id not in pending:
+                return False
+            pending.discard(message.tool_call_id)
+        elif pending:
+            return False
+        if isinstance(message, AIMessage):
+            pending = {c["id"] for c in message.tool_calls if c["id"]}
+    return not pending
+
+
+def _budget(history: list[BaseMessage], fraction: float) -> int:
+    """The system prompt, plus ``fraction`` of the turn."""
+    system = count_tokens_approximately(history[:1])
+    return system + int(fraction * count_tokens_approximately(history[1:]))
+
+
+def long_turns(settings: Settings) -> list[Row]:
+    """One row per budget fraction: the share of usable requests, ours and the baselines'."""
+    if not all((DATA / name).exists() for name in FILES):
+        reason = f"the long-turn data ({', '.join(FILES)}) is not beside the repository"
+        return [Row("long-turns", "skipped: no data", None, skipped=reason)]
+    calls = [call for run in _runs() for call in _calls(run)]
+    if settings.quick:
+        calls = calls[::7]
+    rows: list[Row] = []
+    used: list[float] = []
+    for fraction in FRACTIONS:
+        shares: dict[str, float] = {}
+        sent_usable = raised = 0
+        for name, arm in ARMS.items():
+            good = 0
+            for history in calls:
+                budget = _budget(history, fraction)
+                sent = arm(history, budget)
+                ok = usable(sent, history, budget)
+                good += ok
+                if name == "compact":
+                    raised += not sent
+                    sent_usable += ok
+                    if sent:
+                        used.append(count_tokens_approximately(sent) / budget)
+            shares[name] = good / len(calls)
+        sent_count = len(calls) - raised
+        rows.append(
+            Row(
+                "long-turns",
+                f"system + {fraction:.0%} of the turn: compact requests sent that are usable",
+                Target(">=", 1.0, percent=True),
+                sent_usable / sent_count if sent_count else 1.0,
+                notes=[
+                    f"budget system + {fraction:.0%} of the turn, {len(calls)} model calls: "
+                    f"usable requests: compact {shares['compact']:.1%} "
+                    f"(raised for the other {raised / len(calls):.1%}: "
+                    "not even the skeleton fits), "
+                    f"trim_messages {shares['trim_messages']:.1%}, "
+                    f"ClearToolUses {shares['ClearToolUses']:.1%}"
+                ],
+                details={"shares": shares, "calls": len(calls), "raised": raised},
+            )
+        )
+    rows.append(
+        Row(
+            "long-turns",
+            "share of the budget the compacted requests use (median)",
+            Target(">=", 0.8, percent=True),
+            statistics.median(used),
+            notes=[f"budget used: median {statistics.median(used):.1%}, minimum {min(used):.1%}"],
+            details={"minimum": min(used)},
+        )
+    )
+    return rows
