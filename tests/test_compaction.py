@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain.agents.middleware import SummarizationMiddleware
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
@@ -587,3 +588,48 @@ def test_a_small_excess_is_cut_from_the_largest_message_not_paid_with_a_whole_st
     (cut,) = report.compacted
     assert cut.id == "rc2.0"  # the largest message, not the user's
     assert budget - 10 <= report.tokens_after <= budget
+
+
+class Events(BaseCallbackHandler):
+    """Keeps the data of every ``turntrim`` custom event."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+
+    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+        if name == "turntrim":
+            self.seen.append(data)
+
+
+def test_the_trace_carries_the_compaction_figures() -> None:
+    history = agent_turn([[40], [6_000], [40]])
+    trimmer = TurnTrimmer(max_tokens=800, on_overflow="compact", keep_tool_results=1)
+    events = Events()
+    kept = trimmer.invoke(history, {"callbacks": [events]})
+    (data,) = events.seen
+    report = trimmer.trim_with_report(history)
+    assert report.compaction is not None
+    assert data == {**data, **report.compaction.summary(report.plan)}
+    assert data["messages_after"] == len(kept)
+    assert data["tokens_after"] == count_tokens_approximately(kept)
+    assert data["budget_met"] is True
+
+
+def test_the_cli_reads_tool_results_in_user_messages_as_part_of_the_turn(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chat = [
+        {"role": "user", "content": "old question"},
+        {"role": "assistant", "content": "old answer"},
+        {"role": "user", "content": "find it"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "s", "input": {}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "y"}]},
+    ]
+    path = tmp_path / "anthropic.json"
+    path.write_text(json.dumps(chat))
+    budget = count_tokens_approximately(convert_to_messages(chat[2:])) + 1
+    assert main(["trim", str(path), "--max-tokens", str(budget)]) == 0
+    assert json.loads(capsys.readouterr().out) == chat[2:]  # the result stays with its call
