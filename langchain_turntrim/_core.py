@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
+from langchain_turntrim._stable import stable_first
+
 __all__ = [
     "ANCHOR",
     "CONTINUE",
@@ -30,6 +32,7 @@ __all__ = [
     "START",
     "TrimPlan",
     "check_count",
+    "check_trim_to",
     "describe",
     "plan_costs",
     "plan_trim",
@@ -76,6 +79,11 @@ class TrimPlan:
             when it alone does not fit beside the pinned messages, no turn fits.
         newest_turn_start: Index where the newest turn starts (``size`` when
             there is none), whether or not it is kept.
+        trim_to: The level a cut trims down to (``None``: just under
+            ``max_tokens``, the spec).
+        start_moved: Whether the first kept turn differs from the one the same
+            history without its newest turn would keep: a prompt-cache bust
+            (False when neither keeps a turn).
     """
 
     size: int
@@ -90,6 +98,8 @@ class TrimPlan:
     max_tokens: int
     newest_turn_tokens: int
     newest_turn_start: int
+    trim_to: int | None = None
+    start_moved: bool = False
 
     @property
     def budget_met(self) -> bool:
@@ -147,11 +157,23 @@ def check_count(value: object, name: str = "max_tokens") -> int:
     return value
 
 
+def check_trim_to(trim_to: object, max_tokens: int) -> int | None:
+    """``trim_to`` if it is None or an int from 0 to ``max_tokens``, else raise."""
+    if trim_to is None:
+        return None
+    value = check_count(trim_to, "trim_to")
+    if value > max_tokens:
+        msg = f"trim_to ({value}) must be <= max_tokens ({max_tokens})"
+        raise ValueError(msg)
+    return value
+
+
 def plan_costs(
     kinds: Sequence[int],
     costs: Sequence[int],
     max_tokens: int,
     overhead: int = 0,
+    trim_to: int | None = None,
 ) -> TrimPlan:
     """Plan a trim from each message's kind and cost (already validated).
 
@@ -185,7 +207,9 @@ def plan_costs(
             orphan += costs[i]
     if starts:
         turn_costs.append(current)
-    return _finish(len(kinds), starts, turn_costs, pinned, system, overhead, orphan, max_tokens)
+    return _finish(
+        len(kinds), starts, turn_costs, pinned, system, overhead, orphan, max_tokens, trim_to
+    )
 
 
 def _finish(
@@ -197,15 +221,12 @@ def _finish(
     overhead: int,
     orphan: int,
     max_tokens: int,
+    trim_to: int | None = None,
 ) -> TrimPlan:
-    # Dropping the oldest turn while over budget keeps the longest run of
-    # newest turns that fits; costs are non-negative, so walk back from the end.
-    kept_cost = 0
-    first = len(turn_costs)
     room = max_tokens - system
-    while first > 0 and kept_cost + turn_costs[first - 1] <= room:
-        first -= 1
-        kept_cost += turn_costs[first]
+    first, kept_cost = _first_kept(turn_costs, len(turn_costs), room, max_tokens, trim_to)
+    n = len(turn_costs)
+    previous = _first_kept(turn_costs, n - 1, room, max_tokens, trim_to)[0] if n else 0
     total_turns = sum(turn_costs) if first else kept_cost
     return TrimPlan(
         size=size,
@@ -220,7 +241,27 @@ def _finish(
         max_tokens=max_tokens,
         newest_turn_tokens=turn_costs[-1] if turn_costs else 0,
         newest_turn_start=starts[-1] if starts else size,
+        trim_to=trim_to,
+        start_moved=first != previous and (first < n or previous < n - 1),
     )
+
+
+def _first_kept(
+    turn_costs: Sequence[int], n: int, room: int, max_tokens: int, trim_to: int | None
+) -> tuple[int, int]:
+    """The first kept turn of ``turn_costs[:n]``, and the kept turns' cost."""
+    # Dropping the oldest turn while over budget keeps the longest run of
+    # newest turns that fits; costs are non-negative, so walk back from the end.
+    kept_cost = 0
+    first = n
+    while first > 0 and kept_cost + turn_costs[first - 1] <= room:
+        first -= 1
+        kept_cost += turn_costs[first]
+    if first and trim_to is not None and trim_to < max_tokens:
+        stable = stable_first(turn_costs[:n], room, max_tokens - trim_to)
+        if stable is not None:
+            return stable, sum(turn_costs[stable:n])
+    return first, kept_cost
 
 
 def describe(index: int, message: object) -> str:
@@ -230,8 +271,14 @@ def describe(index: int, message: object) -> str:
     return f"messages[{index}]" + (f" (id {ident!r})" if ident is not None else "")
 
 
-def plan_trim(messages: Sequence[Mapping[str, Any]], max_tokens: int) -> TrimPlan:
+def plan_trim(
+    messages: Sequence[Mapping[str, Any]], max_tokens: int, *, trim_to: int | None = None
+) -> TrimPlan:
     """Validate ``messages`` and plan their trim to ``max_tokens``.
+
+    With ``trim_to``, a history over budget is cut down to about ``trim_to``
+    tokens at a turn boundary that later, longer versions of the history keep
+    (see ``_stable``), instead of just under ``max_tokens``.
 
     Each message is a mapping with ``"role"`` (one of ``ROLE_KINDS``) and
     ``"tokens"`` (a non-negative int); ``"id"`` is used in error messages and
@@ -239,6 +286,7 @@ def plan_trim(messages: Sequence[Mapping[str, Any]], max_tokens: int) -> TrimPla
     offending index, id and field before anything is returned.
     """
     check_count(max_tokens)
+    check_trim_to(trim_to, max_tokens)
     if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes, bytearray)):
         msg = f"messages must be a sequence of mappings, got {type(messages).__name__}"
         raise TypeError(msg)
@@ -271,7 +319,9 @@ def plan_trim(messages: Sequence[Mapping[str, Any]], max_tokens: int) -> TrimPla
             orphan += tokens
     if starts:
         turn_costs.append(current)
-    return _finish(len(messages), starts, turn_costs, pinned, system, 0, orphan, max_tokens)
+    return _finish(
+        len(messages), starts, turn_costs, pinned, system, 0, orphan, max_tokens, trim_to
+    )
 
 
 def _check_message(index: int, message: object) -> tuple[int, int]:
@@ -301,7 +351,9 @@ def _check_message(index: int, message: object) -> tuple[int, int]:
     return ROLE_KINDS[role], int(tokens)
 
 
-def trim_history(messages: Sequence[Mapping[str, Any]], max_tokens: int) -> list[Mapping[str, Any]]:
+def trim_history(
+    messages: Sequence[Mapping[str, Any]], max_tokens: int, *, trim_to: int | None = None
+) -> list[Mapping[str, Any]]:
     """Keep the newest whole turns that fit ``max_tokens``, plus every system message.
 
     Returns a new list of the original mapping objects in their original order;
@@ -317,4 +369,4 @@ def trim_history(messages: Sequence[Mapping[str, Any]], max_tokens: int) -> list
     >>> [m["id"] for m in trim_history(msgs, 100)]
     ['s0', 'u2', 'a2']
     """
-    return plan_trim(messages, max_tokens).select(messages)
+    return plan_trim(messages, max_tokens, trim_to=trim_to).select(messages)

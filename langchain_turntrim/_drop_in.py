@@ -44,6 +44,7 @@ def trim_turns(
     text_splitter: Callable[[str], list[str]] | None = ...,
     on_overflow: OnOverflow = ...,
     keep_tool_results: int = ...,
+    trim_to: int | None = ...,
     cache_size: int = ...,
 ) -> Runnable[TrimInput, list[BaseMessage]]: ...
 @overload
@@ -60,6 +61,7 @@ def trim_turns(
     text_splitter: Callable[[str], list[str]] | None = ...,
     on_overflow: OnOverflow = ...,
     keep_tool_results: int = ...,
+    trim_to: int | None = ...,
     cache_size: int = ...,
 ) -> list[BaseMessage]: ...
 def trim_turns(
@@ -75,6 +77,7 @@ def trim_turns(
     text_splitter: Callable[[str], list[str]] | None = None,
     on_overflow: OnOverflow = "drop",
     keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS,
+    trim_to: int | None = None,
     cache_size: int = DEFAULT_CACHE_SIZE,
 ) -> list[BaseMessage] | Runnable[TrimInput, list[BaseMessage]]:
     """Trim whole turns with ``trim_messages``' calling convention.
@@ -87,7 +90,7 @@ def trim_turns(
     ``include_system=False``, a ``start_on`` other than human) raise
     ``ValueError``. ``start_on=None`` is accepted: the result starts on a
     human message anyway. ``token_counter``, ``on_overflow``,
-    ``keep_tool_results`` and ``cache_size`` mean what they mean for
+    ``keep_tool_results``, ``trim_to`` and ``cache_size`` mean what they mean for
     ``TurnTrimmer``, with the same defaults (``on_overflow="compact"`` keeps
     the newest turn, compacted, where ``trim_messages`` would return little or
     nothing).
@@ -113,6 +116,7 @@ def trim_turns(
         token_counter=token_counter,
         on_overflow=on_overflow,
         keep_tool_results=keep_tool_results,
+        trim_to=trim_to,
         cache_size=cache_size,
     )
     if messages is None:

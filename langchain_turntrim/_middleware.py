@@ -85,6 +85,8 @@ class TurnTrimMiddleware(_Base):
             is sent: the state keeps every message as it was.
         keep_tool_results: Under ``"compact"``, how many of the newest tool
             results are never cleared.
+        trim_to: Cut down to about this many tokens at a boundary that the next
+            model calls keep (prompt-cache friendly; see ``TurnTrimmer``).
         cache_size: How many per-message counts to keep (LRU).
 
     Configuration is checked here, not at the first call.
@@ -100,6 +102,7 @@ class TurnTrimMiddleware(_Base):
         token_counter: Any = "approximate",
         on_overflow: OnOverflow = "compact",
         keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS,
+        trim_to: int | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
         super().__init__()
@@ -108,6 +111,7 @@ class TurnTrimMiddleware(_Base):
             token_counter=token_counter,
             on_overflow=on_overflow,
             keep_tool_results=keep_tool_results,
+            trim_to=trim_to,
             cache_size=cache_size,
         )
 
@@ -119,6 +123,7 @@ class TurnTrimMiddleware(_Base):
         reserve_tokens: int = 0,
         on_overflow: OnOverflow = "compact",
         keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS,
+        trim_to: int | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> Self:
         """A middleware sized for ``chat_model``, like ``TurnTrimmer.for_model``.
@@ -133,6 +138,7 @@ class TurnTrimMiddleware(_Base):
             token_counter=chat_model,
             on_overflow=on_overflow,
             keep_tool_results=keep_tool_results,
+            trim_to=trim_to,
             cache_size=cache_size,
         )
 
@@ -160,7 +166,9 @@ class TurnTrimMiddleware(_Base):
         """The trimmer's plan for ``messages`` with ``reserved`` tokens (the
         tools) paid once per request, so the plan reads as the whole request."""
         trimmer = self._trimmer
-        return trimmer.counter.plan(messages, kinds, trimmer.max_tokens, reserved=reserved)
+        return trimmer.counter.plan(
+            messages, kinds, trimmer.max_tokens, reserved=reserved, trim_to=trimmer.trim_to
+        )
 
     def trim_request(self, request: ModelRequest[Any]) -> tuple[ModelRequest[Any], TrimReport]:
         """The request with its messages trimmed, and what was dropped (pure).

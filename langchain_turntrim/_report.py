@@ -72,6 +72,16 @@ class TrimReport:
         return self.plan.newest_turn_tokens
 
     @property
+    def trim_to(self) -> int | None:
+        return self.plan.trim_to
+
+    @property
+    def start_moved(self) -> bool:
+        """The first kept turn differs from the one the history without its
+        newest turn would keep: this call misses a provider's prompt cache."""
+        return self.plan.start_moved
+
+    @property
     def budget_met(self) -> bool:
         return self.compaction is not None or self.plan.budget_met
 

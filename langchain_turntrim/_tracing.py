@@ -66,6 +66,7 @@ SUMMARY_KEYS: Final = (
     "dropped_turns",
     "system_tokens",
     "budget_met",
+    "start_moved",
 )
 
 
@@ -86,6 +87,7 @@ def trim_summary(plan: TrimPlan, extra: Mapping[str, Any] | None = None) -> dict
         "dropped_turns": plan.dropped_turns,
         "system_tokens": plan.system_tokens,
         "budget_met": plan.budget_met,
+        "start_moved": plan.start_moved,
     }
     if extra:
         summary.update(extra)

@@ -18,7 +18,7 @@ from langchain_turntrim._compaction import (
     compact,
     needs_compaction,
 )
-from langchain_turntrim._core import TrimPlan, check_count
+from langchain_turntrim._core import TrimPlan, check_count, check_trim_to
 from langchain_turntrim._counting import DEFAULT_CACHE_SIZE, ResolvedCounter, resolve_counter
 from langchain_turntrim._errors import check_overflow
 from langchain_turntrim._messages import TrimInput, message_kinds, to_messages
@@ -52,6 +52,12 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         keep_tool_results: Under ``"compact"``, how many of the newest tool
             results are never cleared (they may still go with a dropped step
             or be truncated).
+        trim_to: When the history exceeds ``max_tokens``, cut it down to about
+            ``trim_to`` tokens at a turn boundary that the next calls of a
+            growing history keep, so their prompt prefix (and a provider's
+            prompt cache) stays the same until the budget forces the next cut.
+            ``None`` (default): just under ``max_tokens``, the spec. Must not
+            exceed ``max_tokens`` (a per-call ``max_tokens`` too).
         cache_size: How many per-message counts to keep (LRU); 0 disables the
             cache.
 
@@ -62,6 +68,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
     token_counter: Any = "approximate"
     on_overflow: OnOverflow = "drop"
     keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS
+    trim_to: int | None = None
     cache_size: int = DEFAULT_CACHE_SIZE
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -75,10 +82,12 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         token_counter: Any = "approximate",
         on_overflow: OnOverflow = "drop",
         keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS,
+        trim_to: int | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
         **kwargs: Any,
     ) -> None:
         check_count(max_tokens)
+        check_trim_to(trim_to, max_tokens)
         check_count(cache_size, "cache_size")
         check_count(keep_tool_results, "keep_tool_results")
         check_choice(on_overflow, "on_overflow", ON_OVERFLOW)
@@ -88,6 +97,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
             "token_counter": counter,
             "on_overflow": on_overflow,
             "keep_tool_results": keep_tool_results,
+            "trim_to": trim_to,
             "cache_size": cache_size,
         }
         super().__init__(**fields, **kwargs)
@@ -101,6 +111,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         reserve_tokens: int = 0,
         on_overflow: OnOverflow = "drop",
         keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS,
+        trim_to: int | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> TurnTrimmer:
         """A trimmer sized for ``chat_model``.
@@ -114,6 +125,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
             token_counter=chat_model,
             on_overflow=on_overflow,
             keep_tool_results=keep_tool_results,
+            trim_to=trim_to,
             cache_size=cache_size,
         )
 
@@ -140,7 +152,9 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         """The spec's plan for a list of ``BaseMessage``: which whole turns fit
         (no compaction, conversion, logging or tracing). Raises under
         ``on_overflow="raise"`` when not even the newest turn fits."""
-        plan = self._counter.plan(messages, message_kinds(messages), self.max_tokens)
+        plan = self._counter.plan(
+            messages, message_kinds(messages), self.max_tokens, trim_to=self.trim_to
+        )
         check_overflow(plan, self.on_overflow)
         return plan
 
@@ -170,7 +184,9 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
     ) -> tuple[list[BaseMessage], TrimPlan, Compaction | None]:
         """``report`` without the dropped list: the kept messages, the plan, the compaction."""
         kinds = message_kinds(messages) if kinds is None else kinds
-        plan = self._counter.plan(messages, kinds, self.max_tokens, reserved=reserved)
+        plan = self._counter.plan(
+            messages, kinds, self.max_tokens, reserved=reserved, trim_to=self.trim_to
+        )
         if self.on_overflow == "compact" and (needs_compaction(plan) or not plan.budget_met):
             compaction = compact(
                 messages,

@@ -159,6 +159,7 @@ def test_spec_sample_plan() -> None:
         max_tokens=100,
         newest_turn_tokens=50,
         newest_turn_start=3,
+        start_moved=True,  # [s0, u1, a1] alone fits: this call moves the start
     )
     assert plan.kept == (0, 3, 4)
     assert plan.dropped == (1, 2)

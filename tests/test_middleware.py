@@ -524,6 +524,7 @@ SUMMARY_KEYS = {
     "dropped_turns",
     "system_tokens",
     "budget_met",
+    "start_moved",
 }
 
 

@@ -83,10 +83,11 @@ class CounterChoice:
 
 @dataclass(frozen=True)
 class Overflow:
-    """What ``--on-overflow`` and ``--keep-tool-results`` asked for."""
+    """What ``--on-overflow``, ``--keep-tool-results`` and ``--trim-to`` asked for."""
 
     on_overflow: OnOverflow
     keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS
+    trim_to: int | None = None
 
 
 def _overflow(args: argparse.Namespace) -> Overflow:
@@ -94,7 +95,11 @@ def _overflow(args: argparse.Namespace) -> Overflow:
     if keep < 0:
         msg = f"--keep-tool-results must be >= 0, got {keep}"
         raise InputError(msg)
-    return Overflow(args.on_overflow, keep)
+    trim_to = args.trim_to
+    if trim_to is not None and not 0 <= trim_to <= args.max_tokens:
+        msg = f"--trim-to must be from 0 to --max-tokens ({args.max_tokens}), got {trim_to}"
+        raise InputError(msg)
+    return Overflow(args.on_overflow, keep, trim_to)
 
 
 @dataclass(frozen=True)
@@ -186,6 +191,14 @@ def _add_trim_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"with --on-overflow compact: the newest N tool results are never cleared "
         f"(default: {DEFAULT_KEEP_TOOL_RESULTS})",
+    )
+    parser.add_argument(
+        "--trim-to",
+        type=int,
+        default=None,
+        metavar="N",
+        help="cut an over-budget history down to about N tokens, at a turn boundary that "
+        "later versions of the same growing history keep (prompt-cache friendly)",
     )
 
 
@@ -341,7 +354,7 @@ def _plan(
         if overflow.on_overflow == "compact":
             msg = "--on-overflow compact needs message content; --token-counter field has none"
             raise InputError(msg)
-        plan = plan_trim(records, max_tokens)  # validates every record
+        plan = plan_trim(records, max_tokens, trim_to=overflow.trim_to)  # validates records
         check_overflow(plan, overflow.on_overflow)
         if not with_costs:
             return Planned(plan, [], [])
@@ -355,6 +368,7 @@ def _plan(
         token_counter=choice.counter,
         on_overflow=overflow.on_overflow,
         keep_tool_results=overflow.keep_tool_results,
+        trim_to=overflow.trim_to,
         cache_size=0,
     )
     report = trimmer.report(messages)

@@ -45,9 +45,10 @@ class AdditiveCounter:
         max_tokens: int,
         *,
         reserved: int = 0,
+        trim_to: int | None = None,
     ) -> TrimPlan:
         costs = checked_counts(self.count_each(messages), messages, self.source)
-        return plan_costs(kinds, costs, max_tokens, self.overhead + reserved)
+        return plan_costs(kinds, costs, max_tokens, self.overhead + reserved, trim_to)
 
     def count(self, messages: Sequence[BaseMessage]) -> int:
         return self.overhead + sum(checked_counts(self.count_each(messages), messages, self.source))

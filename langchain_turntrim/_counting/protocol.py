@@ -59,10 +59,12 @@ class ResolvedCounter(Protocol):
         max_tokens: int,
         *,
         reserved: int = 0,
+        trim_to: int | None = None,
     ) -> TrimPlan:
         """The spec's plan of ``messages`` (of turn kinds ``kinds``) for
         ``max_tokens``, with ``reserved`` tokens (e.g. tool schemas) paid once
-        per request beside the messages, as part of ``overhead_tokens``."""
+        per request beside the messages, as part of ``overhead_tokens``; with
+        ``trim_to``, cut at a stable boundary down to about ``trim_to``."""
         ...
 
     def count(self, messages: Sequence[BaseMessage]) -> int:

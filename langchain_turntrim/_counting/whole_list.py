@@ -80,6 +80,7 @@ class WholeListCounter:
         max_tokens: int,
         *,
         reserved: int = 0,
+        trim_to: int | None = None,
     ) -> TrimPlan:
         """Plan with a counter that only sees whole, valid conversations.
 
@@ -89,7 +90,8 @@ class WholeListCounter:
         counted together. Messages before the first user message belong to no
         turn, are never sent and count 0. The kept list (systems first, then the
         kept turns) is then counted once: while it exceeds the budget, the oldest
-        kept turn is dropped, so the budget holds even for a non-additive counter.
+        kept turn is dropped, so the budget holds even for a non-additive counter
+        (``trim_to``'s stable cut is chosen on the estimate, before that check).
         Messages sent per plan: about three times the history, never quadratic
         for an additive counter.
         """
@@ -128,7 +130,7 @@ class WholeListCounter:
             overhead = max(0, min(turn_counts[-2] + turn_counts[-1] - pair, *turn_counts[-2:]))
         for start, count in zip(starts, turn_counts, strict=True):
             costs[start] = count - overhead
-        estimate = plan_costs(estimated_kinds, costs, max_tokens, overhead + reserved)
+        estimate = plan_costs(estimated_kinds, costs, max_tokens, overhead + reserved, trim_to)
         shape = plan_costs(kinds, costs, max_tokens, overhead + reserved)
         pinned = [messages[i] for i in shape.pinned]
         always = set(shape.pinned)
