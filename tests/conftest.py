@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import copy
 import functools
 import importlib.util
 import shutil
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 import tiktoken.load
-from langchain_core.messages import BaseMessage
 
+from tests.helpers import snapshot
 from tests.lc import NetworkUsedError
 
 # tiktoken caches a BPE file under the SHA-1 hex digest of its download URL,
@@ -55,19 +54,11 @@ def _no_downloads(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tiktoken.load, "read_file", local_only)
 
 
-def _snapshot(messages: Any) -> list[Any] | None:
+def _snapshot(messages: Any) -> object:
     """A deep snapshot of a history, or None when it is too long to be worth it."""
     if not isinstance(messages, Sequence) or len(messages) > SNAPSHOT_LIMIT:
         return None
-    return [_freeze(m) for m in messages]
-
-
-def _freeze(item: Any) -> Any:
-    if isinstance(item, BaseMessage):
-        return item.model_dump()
-    if isinstance(item, Mapping):
-        return copy.deepcopy(dict(item))
-    return repr(item)
+    return snapshot(list(messages))
 
 
 def _unchanged(plan: Callable[..., Any], position: int) -> Callable[..., Any]:

@@ -7,7 +7,6 @@ with a content of exactly ``tokens`` characters, so a per-message counter of
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,6 +25,7 @@ from langchain_core.runnables import Runnable
 from langchain_turntrim import per_message
 from langchain_turntrim._core import ANCHOR, PINNED, START
 from langchain_turntrim._messages import message_kinds
+from tests.helpers import arun
 from tests.records import histories
 
 _BUILDERS: dict[str, Callable[[str, str], BaseMessage]] = {
@@ -71,10 +71,6 @@ def message_histories(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[BaseM
     return records, messages, draw(st.integers(min_value=0, max_value=total + 10))
 
 
-def _run_async(coroutine: Any) -> Any:
-    return asyncio.run(coroutine)
-
-
 async def _collect(iterator: Any) -> list[Any]:
     return [chunk async for chunk in iterator]
 
@@ -82,22 +78,17 @@ async def _collect(iterator: Any) -> list[Any]:
 #: Every way to call a Runnable on one input; each returns the output.
 CALLS: dict[str, Callable[[Runnable[Any, Any], Any], Any]] = {
     "invoke": lambda r, x: r.invoke(x),
-    "ainvoke": lambda r, x: _run_async(r.ainvoke(x)),
+    "ainvoke": lambda r, x: arun(r.ainvoke(x)),
     "batch": lambda r, x: r.batch([x, x])[1],
-    "abatch": lambda r, x: _run_async(r.abatch([x, x]))[1],
+    "abatch": lambda r, x: arun(r.abatch([x, x]))[1],
     "stream": lambda r, x: _single(list(r.stream(x))),
-    "astream": lambda r, x: _single(_run_async(_collect(r.astream(x)))),
+    "astream": lambda r, x: _single(arun(_collect(r.astream(x)))),
 }
 
 
 def _single(chunks: Sequence[Any]) -> Any:
     assert len(chunks) == 1
     return chunks[0]
-
-
-def dump(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
-    """A deep snapshot, to prove inputs are never mutated."""
-    return [m.model_dump() for m in messages]
 
 
 class NetworkUsedError(AssertionError):

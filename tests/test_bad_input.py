@@ -12,7 +12,6 @@ return anything: nothing partial is ever returned.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 from collections.abc import Callable, Sequence
@@ -47,13 +46,10 @@ from langchain_turntrim import (
     trim_update,
 )
 from langchain_turntrim._cli import main
+from tests.helpers import arun, rec, snapshot
 
 #: The expected outcome of a command-line case: exit status 2.
 EXIT_2 = 2
-
-
-def rec(ident: str, role: Any, tokens: Any) -> dict[str, Any]:
-    return {"id": ident, "role": role, "tokens": tokens}
 
 
 # -- histories: a good prefix, then the bad message LAST, at index 2 ----------------------
@@ -135,10 +131,6 @@ def never_called(trimmed: ModelRequest[Any]) -> Any:
 
 async def anever_called(trimmed: ModelRequest[Any]) -> Any:
     pytest.fail("the model was called despite a bad message")
-
-
-def arun(coroutine: Any) -> Any:
-    return asyncio.run(coroutine)
 
 
 # -- the command line ---------------------------------------------------------------------
@@ -850,15 +842,6 @@ CASES = [
         "cli-tiktoken-without-name",
     ),
 ]
-
-
-def snapshot(value: Any) -> Any:
-    """A deep copy to compare with later: messages by ``model_dump``, the rest by deepcopy."""
-    if isinstance(value, BaseMessage):
-        return (type(value), value.model_dump())
-    if isinstance(value, list):
-        return [snapshot(item) for item in value]
-    return copy.deepcopy(value)
 
 
 def run_cli(

@@ -10,7 +10,8 @@ from langchain_core.messages import BaseMessage
 
 from langchain_turntrim import TiktokenCounter, TurnTrimmer
 from tests import strategies
-from tests.lc import LENGTH, check_conversation, dump
+from tests.helpers import snapshot
+from tests.lc import LENGTH, check_conversation
 
 
 @settings(max_examples=200, deadline=None)
@@ -24,7 +25,7 @@ def test_valid_conversations_stay_valid(
 ) -> None:
     check_conversation(conversation)  # the strategy's own promise
     chosen: Any = {"tiktoken": TiktokenCounter("gpt-4"), "length": LENGTH}.get(counter, counter)
-    snapshot = dump(conversation)
+    before = snapshot(conversation)
     report = TurnTrimmer(max_tokens=budget, token_counter=chosen).trim_with_report(conversation)
     kept = report.kept
     if report.plan.kept_turns:
@@ -32,5 +33,5 @@ def test_valid_conversations_stay_valid(
     else:  # the spec's overflow result: the system messages alone
         assert report.plan.newest_turn_tokens + report.plan.system_tokens > budget - 3
         assert len(kept) == len(report.plan.pinned)
-    assert dump(conversation) == snapshot
+    assert snapshot(conversation) == before
     assert all(any(k is m for m in conversation) for k in kept)

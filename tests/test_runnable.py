@@ -36,7 +36,8 @@ from langchain_turntrim import (
 from langchain_turntrim._core import PINNED, START
 from langchain_turntrim._messages import CHAT_ROLE_KINDS, message_kinds
 from tests import strategies
-from tests.lc import CALLS, LENGTH, dump, message_histories
+from tests.helpers import snapshot
+from tests.lc import CALLS, LENGTH, message_histories
 from tests.reference import reference_trim
 
 HISTORY = [
@@ -72,11 +73,11 @@ def test_spec_sample(call: Any) -> None:
 @given(message_histories())
 def test_equals_naive_reference(case: Any) -> None:
     records, messages, budget = case
-    snapshot = dump(messages)
+    before = snapshot(messages)
     kept = TurnTrimmer(max_tokens=budget, token_counter=LENGTH).invoke(messages)
     assert ids(kept) == [r["id"] for r in reference_trim(records, budget)]
     assert all(any(k is m for m in messages) for k in kept)
-    assert dump(messages) == snapshot
+    assert snapshot(messages) == before
 
 
 def test_prompt_template_pipeline(call: Any) -> None:
@@ -129,11 +130,11 @@ def test_accepts_every_message_like() -> None:
 
 def test_returns_original_objects_and_never_mutates(call: Any) -> None:
     history = [*HISTORY, AIMessageChunk("chunk", id="c")]
-    snapshot = dump(history)
+    before = snapshot(history)
     kept = call(TurnTrimmer(max_tokens=10_000, token_counter=LENGTH), history)
     assert len(kept) == len(history)
     assert all(a is b for a, b in zip(kept, history, strict=True))
-    assert dump(history) == snapshot
+    assert snapshot(history) == before
 
 
 # --- roles ---------------------------------------------------------------------------

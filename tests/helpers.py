@@ -1,0 +1,37 @@
+"""Small helpers every test module shares: records, running a coroutine, snapshots."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Coroutine, Mapping
+from typing import Any, TypeVar
+
+from langchain_core.messages import BaseMessage
+
+T = TypeVar("T")
+
+
+def rec(ident: str, role: Any, tokens: Any) -> dict[str, Any]:
+    """A plain trim record; ``role`` and ``tokens`` may be anything, to test bad input."""
+    return {"id": ident, "role": role, "tokens": tokens}
+
+
+def arun(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from synchronous test code."""
+    return asyncio.run(coroutine)
+
+
+def snapshot(value: object) -> object:
+    """A deep copy of ``value`` to compare with later, to prove an input was not mutated.
+
+    Messages by class and ``model_dump()``, lists and tuples item by item,
+    mappings by deep copy, anything else by ``repr``.
+    """
+    if isinstance(value, BaseMessage):
+        return (type(value), value.model_dump())
+    if isinstance(value, (list, tuple)):
+        return (type(value), [snapshot(item) for item in value])
+    if isinstance(value, Mapping):
+        return (type(value), copy.deepcopy(dict(value)))
+    return repr(value)
