@@ -333,7 +333,7 @@ CASES = [
         lambda h: TurnTrimmer(max_tokens=10, cache_size=-1),
         None,
         ValueError,
-        "got -1",
+        "cache_size must be >= 0, got -1",
         "TurnTrimmer-cache_size-negative",
     ),
     p(
@@ -419,14 +419,14 @@ CASES = [
         counter_case(BadCounter(-1)),
         good_messages(),
         ValueError,
-        "messages[2] (id 'a2')",
+        "BadCounter() counted messages[2] (id 'a2') as -1, expected a count >= 0",
         "counter-negative",
     ),
     p(
         counter_case(BadCounter(1.5)),
         good_messages(),
         TypeError,
-        "messages[2] (id 'a2')",
+        "BadCounter() counted messages[2] (id 'a2') as float 1.5, expected an int",
         "counter-non-int",
     ),
     p(
@@ -461,7 +461,7 @@ CASES = [
         counter_case(per_message(minus_one_for_a2)),
         good_messages(),
         ValueError,
-        "messages[2] (id 'a2')",
+        "counted messages[2] (id 'a2') as -1, expected a count >= 0",
         "per_message-function-negative",
     ),
     p(
@@ -489,7 +489,7 @@ CASES = [
         lambda h: per_list("len"),
         None,
         TypeError,
-        "needs a callable, got str",
+        "per_list needs a callable, got str",
         "per_list-non-callable",
     ),
     p(
@@ -575,7 +575,7 @@ CASES = [
         lambda h: TurnTrimmer.for_model(fake_model({"max_input_tokens": 100}), reserve_tokens=-1),
         None,
         ValueError,
-        "must be >= 0, got -1",
+        "reserve_tokens must be >= 0, got -1",
         "TurnTrimmer.for_model-reserve-negative",
     ),
     p(
@@ -934,8 +934,18 @@ PATHS: dict[str, Callable[[TurnTrimmer, Any, list[Any]], Any]] = {
 }
 
 LAST_BAD = [
-    pytest.param(BAD_CHAT, ValueError, "messages[3] (id 'c2')", id="ChatMessage-role"),
-    pytest.param(RemoveMessage(id="r2"), TypeError, "messages[3] (id 'r2')", id="RemoveMessage"),
+    pytest.param(
+        BAD_CHAT,
+        ValueError,
+        "messages[3] (id 'c2'): unknown ChatMessage role 'User'",
+        id="ChatMessage-role",
+    ),
+    pytest.param(
+        RemoveMessage(id="r2"),
+        TypeError,
+        "messages[3] (id 'r2') is a RemoveMessage",
+        id="RemoveMessage",
+    ),
     pytest.param(42, TypeError, "messages[3] is not a message (int 42)", id="non-message"),
 ]
 

@@ -100,10 +100,6 @@ def test_where_the_results_differ() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "fragment"),
     [
-        ({"strategy": "first"}, "strategy='first'"),
-        ({"start_on": "ai"}, "start_on='ai'"),
-        ({"include_system": False}, "include_system=False"),
-        ({"allow_partial": True}, "allow_partial=True"),
         ({"end_on": "human"}, "end_on='human'"),
         ({"text_splitter": str.split}, "text_splitter"),
     ],

@@ -248,26 +248,6 @@ def test_cache_threads_agree() -> None:
 
 
 @pytest.mark.parametrize(
-    ("result", "error", "fragment"),
-    [
-        ([1, 2], ValueError, "returned 2 counts for 1 messages"),
-        ([-1], ValueError, "counted messages[0] as -1, expected a count >= 0"),
-        ([1.5], TypeError, "counted messages[0] as float 1.5, expected an int"),
-    ],
-)
-def test_bad_counter_results(result: list[Any], error: type[Exception], fragment: str) -> None:
-    class Bad:
-        overhead = 0
-
-        def count_each(self, messages: Sequence[BaseMessage]) -> list[Any]:
-            return result
-
-    with pytest.raises(error) as info:
-        TurnTrimmer(max_tokens=10, token_counter=Bad()).invoke([HumanMessage("x")])
-    assert fragment in str(info.value)
-
-
-@pytest.mark.parametrize(
     "counter",
     [ApproximateCounter(), per_message(content_length), CachedCounter(ApproximateCounter())],
 )
@@ -277,11 +257,6 @@ def test_counters_on_their_own_reject_non_messages(counter: Any) -> None:
     assert str(info.value) == (
         "messages[1] (id 'd1') is not a BaseMessage: dict {'id': 'd1', 'role': 'user'}"
     )
-
-
-def test_cached_counter_needs_a_token_counter() -> None:
-    with pytest.raises(TypeError, match="CachedCounter wraps a TokenCounter, got int"):
-        CachedCounter(3)  # type: ignore[arg-type]
 
 
 # --- the approximate counter and functions ------------------------------------------
@@ -341,19 +316,7 @@ def test_approximate_counter_equals_langchain_for_every_message(message: BaseMes
     assert ApproximateCounter().count_each([message]) == [count_tokens_approximately([message])]
 
 
-@pytest.mark.parametrize(
-    ("factory", "fragment"),
-    [
-        (lambda: per_message(3), "per_message needs a callable, got int"),  # type: ignore[arg-type]
-        (lambda: per_list("len"), "per_list needs a callable, got str"),  # type: ignore[arg-type]
-    ],
-)
-def test_explicit_wrappers_reject_non_callables(factory: Any, fragment: str) -> None:
-    with pytest.raises(TypeError, match=fragment):
-        factory()
-
-
-@pytest.mark.parametrize("bad", [-1, 1.5, "3", None, True])
+@pytest.mark.parametrize("bad", [1.5, "3", None, True])
 def test_function_returning_bad_counts(bad: Any) -> None:
     trimmer = TurnTrimmer(max_tokens=10, token_counter=per_message(lambda m: bad))
     with pytest.raises((TypeError, ValueError), match=r"counted messages\[0\] \(id 'h'\) as"):

@@ -131,16 +131,6 @@ def test_removals_applied_by_add_messages_delete_exactly_the_dropped():
 
 
 def test_a_dropped_message_without_an_id_is_named_by_index():
-    history = [
-        HumanMessage("a" * 200, id="h1"),
-        AIMessage("b" * 200),  # no id
-        HumanMessage("what now?", id="h2"),
-    ]
-    report = TurnTrimmer(max_tokens=10).trim_with_report(history)
-    with pytest.raises(ValueError, match=r"messages\[1\] is dropped but has no id"):
-        removals(report)
-    with pytest.raises(ValueError, match=r"messages\[1\]"):
-        trim_update(history, TurnTrimmer(max_tokens=10))
     with pytest.raises(ValueError, match=r"messages\[7\]"):
         remove_messages([(7, AIMessage("x"))])
 

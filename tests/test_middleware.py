@@ -359,17 +359,6 @@ def test_count_tools_whole_list_counter_counts_the_schemas_as_one_list():
 # -- construction --------------------------------------------------------------
 
 
-def test_configuration_is_checked_at_construction():
-    with pytest.raises(TypeError, match="mode"):
-        TurnTrimMiddleware(max_tokens=10, mode="state")  # type: ignore[call-arg]
-    with pytest.raises(ValueError, match="on_overflow"):
-        TurnTrimMiddleware(max_tokens=10, on_overflow="warn")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="max_tokens must be an int"):
-        TurnTrimMiddleware(max_tokens=1.5)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="token_counter"):
-        TurnTrimMiddleware(max_tokens=10, token_counter="exact")
-
-
 def test_modes_name_and_hooks():
     request_mode = TurnTrimMiddleware(100)
     state_mode = TurnTrimStateMiddleware(100, token_counter="approximate", on_overflow="drop")
@@ -425,8 +414,6 @@ def test_for_model_sizes_the_budget_from_the_profile(tiktoken_cache):
     assert middleware.max_tokens == 8192 - 1000
     assert middleware.mode == "state"
     assert middleware.trimmer.counter.counter == TiktokenCounter("gpt-4")  # type: ignore[union-attr]
-    with pytest.raises(ValueError, match="max_input_tokens"):
-        TurnTrimMiddleware.for_model(ToolCallingFake())
 
 
 def test_importing_without_langchain_says_how_to_install(monkeypatch: pytest.MonkeyPatch):
@@ -460,15 +447,6 @@ def test_state_update_removes_dropped_turns_but_never_the_newest():
     update = TurnTrimStateMiddleware(max_tokens=50).state_update(huge)
     assert update is not None
     assert [m.id for m in update["messages"]] == [m.id for m in messages]
-
-
-def test_state_update_names_a_dropped_message_without_an_id():
-    messages = history(3)
-    for i, m in enumerate(messages[1:], 1):
-        m.id = f"m{i}"
-    middleware = TurnTrimStateMiddleware(max_tokens=40)
-    with pytest.raises(ValueError, match=r"messages\[0\] is dropped but has no id"):
-        middleware.state_update(messages)
 
 
 def test_state_mode_keeps_the_newest_turn_when_it_does_not_fit(run):

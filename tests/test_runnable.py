@@ -162,17 +162,6 @@ def test_roles() -> None:
 @pytest.mark.parametrize(
     ("history", "error", "fragment"),
     [
-        (
-            [HumanMessage("hi", id="u"), ChatMessage("x", role="User", id="bad")],
-            ValueError,
-            "messages[1] (id 'bad'): unknown ChatMessage role 'User'",
-        ),
-        (
-            [HumanMessage("hi"), RemoveMessage(id="r1")],
-            TypeError,
-            "messages[1] (id 'r1') is a Remove",
-        ),
-        ([HumanMessage("hi"), 42], TypeError, "messages[1] is not a message (int 42)"),
         ([HumanMessage("hi"), {"content": "no role"}], TypeError, "messages[1] is not a message"),
         ([None], TypeError, "messages[0] is not a message (NoneType"),
         ("just a string", TypeError, "expected a sequence of messages or a PromptValue, got str"),
@@ -230,29 +219,10 @@ def test_orphans_count_in_tokens_before() -> None:
 # --- configuration --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "error", "fragment"),
-    [
-        ({"max_tokens": -1}, ValueError, "max_tokens must be >= 0"),
-        ({"max_tokens": 1.5}, TypeError, "max_tokens must be an int, got float"),
-        ({"max_tokens": True}, TypeError, "max_tokens must be an int, got bool"),
-        (
-            {"max_tokens": 10, "token_counter": "exact"},
-            ValueError,
-            "unknown token_counter shortcut",
-        ),
-        ({"max_tokens": 10, "token_counter": 42}, TypeError, "token_counter must be"),
-        ({"max_tokens": 10, "token_counter": None}, TypeError, "got NoneType"),
-        ({"max_tokens": 10, "on_overflow": "truncate"}, ValueError, "on_overflow must be"),
-        ({"max_tokens": 10, "cache_size": -1}, ValueError, "cache_size must be >= 0, got -1"),
-    ],
-)
-def test_configuration_errors_raise_at_construction(
-    kwargs: dict[str, Any], error: type[Exception], fragment: str
-) -> None:
-    with pytest.raises(error, match=None) as info:
-        TurnTrimmer(**kwargs)
-    assert fragment in str(info.value)
+def test_a_none_token_counter_raises_at_construction() -> None:
+    with pytest.raises(TypeError) as info:
+        TurnTrimmer(max_tokens=10, token_counter=None)
+    assert "got NoneType" in str(info.value)
 
 
 def test_counter_is_resolved_once_and_cached() -> None:
@@ -381,10 +351,7 @@ def test_for_model_openai_uses_tiktoken(tiktoken_cache: Any) -> None:
 @pytest.mark.parametrize(
     ("profile", "reserve", "error", "fragment"),
     [
-        (None, 0, ValueError, "has no profile['max_input_tokens']"),
         ({}, 0, ValueError, "has no profile['max_input_tokens']"),
-        ({"max_input_tokens": 100}, 101, ValueError, "reserve_tokens (101) exceeds"),
-        ({"max_input_tokens": 100}, -1, ValueError, "reserve_tokens must be >= 0, got -1"),
     ],
 )
 def test_for_model_errors(
