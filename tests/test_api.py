@@ -13,13 +13,11 @@ from langchain_turntrim import (
     DEFAULT_CACHE_SIZE,
     Mode,
     OnOverflow,
-    ResolvedCounter,
     TiktokenCounter,
     TrimReport,
     TurnTrimmer,
     TurnTrimMiddleware,
     TurnTrimStateMiddleware,
-    resolve_counter,
     trim_turns,
 )
 from langchain_turntrim._cli.app import _build_parser
@@ -100,15 +98,6 @@ def test_tiktoken_shortcuts_count_like_the_counter(tiktoken_cache: Any) -> None:
         assert trimmer.trim_with_report(history).tokens_after == exact.count(history)
     with pytest.raises(ValueError, match="needs a model or an encoding"):
         TurnTrimmer(max_tokens=10, token_counter="tiktoken:")
-
-
-@pytest.mark.parametrize("spec", ["approximate", "tiktoken:gpt-4", len])
-def test_every_resolved_counter_implements_the_planner_interface(
-    spec: Any, tiktoken_cache: Any
-) -> None:
-    counter = resolve_counter(spec)
-    assert isinstance(counter, ResolvedCounter)
-    assert isinstance(counter.blocking, bool)
 
 
 def test_report_forwards_every_plan_figure() -> None:

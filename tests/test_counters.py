@@ -247,18 +247,6 @@ def test_cache_threads_agree() -> None:
     assert len(trimmer.counter) <= 50  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(
-    "counter",
-    [ApproximateCounter(), per_message(content_length), CachedCounter(ApproximateCounter())],
-)
-def test_counters_on_their_own_reject_non_messages(counter: Any) -> None:
-    with pytest.raises(TypeError) as info:
-        counter.count_each([HumanMessage("ok"), {"id": "d1", "role": "user"}])
-    assert str(info.value) == (
-        "messages[1] (id 'd1') is not a BaseMessage: dict {'id': 'd1', 'role': 'user'}"
-    )
-
-
 # --- the approximate counter and functions ------------------------------------------
 
 

@@ -432,10 +432,3 @@ def test_model_picks_encoding_and_constants_like_chat_openai(
         assert (ours.tokens_per_message, ours.tokens_per_name) == (3, 1)
     else:
         assert sum(ours.count_each(messages)) + ours.overhead == expected
-
-
-def test_counts_are_per_message_and_positional_independent() -> None:
-    msgs = [HumanMessage("one"), AIMessage("two"), HumanMessage("three")]
-    c = counter("gpt-4")
-    assert c.count_each(msgs) == [c.count_each([m])[0] for m in msgs]
-    assert c.count_each(tuple(msgs)) == c.count_each(msgs)
