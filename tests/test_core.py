@@ -37,6 +37,7 @@ def turns_of(messages: list[Mapping[str, Any]]) -> list[list[int]]:
 # --- properties ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(histories_and_budgets())
 def test_equals_naive_reference(case: tuple[list[dict[str, Any]], int]) -> None:
@@ -49,6 +50,7 @@ def test_equals_naive_reference(case: tuple[list[dict[str, Any]], int]) -> None:
     assert snapshot(messages) == before
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(histories_and_budgets())
 def test_invariants(case: tuple[list[dict[str, Any]], int]) -> None:
@@ -84,6 +86,7 @@ def test_invariants(case: tuple[list[dict[str, Any]], int]) -> None:
         assert total + sum(messages[i]["tokens"] for i in older) > budget
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(histories_and_budgets())
 def test_idempotent(case: tuple[list[dict[str, Any]], int]) -> None:
@@ -94,6 +97,7 @@ def test_idempotent(case: tuple[list[dict[str, Any]], int]) -> None:
     assert all(a is b for a, b in zip(once, twice, strict=True))
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(histories_and_budgets(), st.integers(min_value=0, max_value=200))
 def test_monotone_in_budget(case: tuple[list[dict[str, Any]], int], extra: int) -> None:
@@ -103,6 +107,7 @@ def test_monotone_in_budget(case: tuple[list[dict[str, Any]], int], extra: int) 
     assert smaller <= larger
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(histories_and_budgets())
 def test_plan_is_consistent(case: tuple[list[dict[str, Any]], int]) -> None:

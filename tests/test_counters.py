@@ -298,6 +298,7 @@ def test_count_tokens_approximately_function_is_recognised() -> None:
     assert isinstance(trimmer.counter, ApproximateCounter)
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(strategies.messages())
 def test_approximate_counter_equals_langchain_for_every_message(message: BaseMessage) -> None:

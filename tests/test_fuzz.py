@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage
@@ -12,6 +13,8 @@ from langchain_turntrim import TiktokenCounter, TurnTrimmer
 from tests import strategies
 from tests.helpers import snapshot
 from tests.lc import LENGTH, check_conversation
+
+pytestmark = pytest.mark.slow
 
 
 @settings(max_examples=200, deadline=None)

@@ -370,6 +370,7 @@ def _trimmable(message: BaseMessage) -> bool:
     return not isinstance(message, ChatMessage) or message.role in CHAT_ROLE_KINDS
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     messages=st.lists(strategies.messages().filter(_trimmable), max_size=12),

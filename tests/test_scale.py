@@ -28,6 +28,7 @@ def test_sockets_are_disabled_for_the_whole_suite() -> None:
         socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 
 
+@pytest.mark.slow
 def test_million_message_history() -> None:
     # The same few objects repeated: the trim works by position.
     system, human, ai = SystemMessage("s"), HumanMessage("q"), AIMessage("a")
@@ -39,6 +40,7 @@ def test_million_message_history() -> None:
     assert report.kept[0] is system
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("counter", ["approximate", "tiktoken"])
 def test_ten_megabyte_message(counter: str, tiktoken_cache: Any) -> None:
     big = HumanMessage("lorem ipsum dolor sit amet " * 400_000)  # ~10.8 MB
@@ -50,6 +52,7 @@ def test_ten_megabyte_message(counter: str, tiktoken_cache: Any) -> None:
     assert report.tokens_before > 1_000_000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("counter", ["approximate", "tiktoken"])
 def test_content_nested_deeper_than_the_recursion_limit(counter: str, tiktoken_cache: Any) -> None:
     deep = nested(5000)

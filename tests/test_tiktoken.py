@@ -83,6 +83,7 @@ def ntok(text: str) -> int:
 # --- parity -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(model=st.sampled_from(MODELS), messages=lcst.message_lists())
 def test_parity_with_chat_openai(model: str, messages: list[BaseMessage]) -> None:
