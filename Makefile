@@ -21,6 +21,7 @@ lint: $(INSTALLED)
 
 typecheck: $(INSTALLED)
 	$(BIN)/mypy --strict langchain_turntrim
+	$(BIN)/mypy tests benchmarks
 
 test: lint typecheck
 	$(BIN)/pytest

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Any, Final
 
 from langchain_core.messages import (
     AIMessage,
@@ -68,7 +68,7 @@ def _trim_messages(messages: list[BaseMessage], budget: int) -> list[BaseMessage
 def _clear_tool_uses(messages: list[BaseMessage], budget: int) -> list[BaseMessage]:
     from langchain.agents.middleware.context_editing import ClearToolUsesEdit  # noqa: PLC0415
 
-    copied = [m.model_copy(deep=True) for m in messages]
+    copied: list[Any] = [m.model_copy(deep=True) for m in messages]  # apply() takes AnyMessage
     ClearToolUsesEdit(trigger=budget).apply(copied, count_tokens=count_tokens_approximately)
     return copied
 

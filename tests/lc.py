@@ -36,7 +36,7 @@ _BUILDERS: dict[str, Callable[[str, str], BaseMessage]] = {
     "user": lambda text, ident: HumanMessage(text, id=ident),
     "assistant": lambda text, ident: AIMessage(text, id=ident),
     "tool": lambda text, ident: ToolMessage(text, tool_call_id="call", id=ident),
-    "function": lambda text, ident: FunctionMessage(text, name="f", id=ident),
+    "function": lambda text, ident: FunctionMessage(content=text, name="f", id=ident),
 }
 
 

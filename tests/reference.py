@@ -31,7 +31,7 @@ def reference_trim(messages: Sequence[Mapping[str, Any]], max_tokens: int) -> li
     # 3. While the total (base + kept turns) exceeds max_tokens, drop the
     #    oldest remaining turn.
     def total() -> int:
-        return base + sum(messages[i]["tokens"] for turn in turns for i in turn)
+        return int(base + sum(messages[i]["tokens"] for turn in turns for i in turn))
 
     while turns and total() > max_tokens:
         turns.pop(0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import inspect
 from typing import Any, get_args
 
@@ -70,7 +71,8 @@ def test_for_model_takes_the_model_then_keywords(function: Any) -> None:
 
 def test_the_command_line_uses_the_same_option_names() -> None:
     parser = _build_parser()
-    trim = parser._subparsers._group_actions[0].choices["trim"]  # type: ignore[union-attr]
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    trim = commands.choices["trim"]
     flags = {flag for action in trim._actions for flag in action.option_strings}
     assert {"--max-tokens", "--token-counter", "--on-overflow", "--keep-tool-results"} <= flags
     (on_overflow,) = [a for a in trim._actions if "--on-overflow" in a.option_strings]

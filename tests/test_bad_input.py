@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from langchain.agents.middleware import ModelRequest
+from langchain_core.language_models import ModelProfile
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -71,7 +72,7 @@ def good_messages() -> list[BaseMessage]:
     return messages(AIMessage("hello", id="a2"))
 
 
-BAD_CHAT = ChatMessage("x", role="User", id="c2")
+BAD_CHAT = ChatMessage(content="x", role="User", id="c2")
 # An old turn without an id, dropped by a small budget.
 NO_ID = [HumanMessage("q" * 400, id="u0"), AIMessage("a" * 400), HumanMessage("now", id="u2")]
 
@@ -112,7 +113,7 @@ def counter_case(counter: Any, cache_size: int = 16) -> Callable[[Any], Any]:
 # -- models, requests ----------------------------------------------------------------------
 
 
-def fake_model(profile: dict[str, Any] | None = None) -> GenericFakeChatModel:
+def fake_model(profile: ModelProfile | None = None) -> GenericFakeChatModel:
     return GenericFakeChatModel(messages=iter([]), profile=profile)
 
 
@@ -323,7 +324,7 @@ CASES = [
         "TurnTrimmer-non-counter-object",
     ),
     p(
-        lambda h: TurnTrimmer(max_tokens=10, on_overflow="truncate"),
+        lambda h: TurnTrimmer(max_tokens=10, on_overflow="truncate"),  # type: ignore[arg-type]
         None,
         ValueError,
         "on_overflow must be 'drop', 'raise' or 'compact', got 'truncate'",
@@ -337,14 +338,14 @@ CASES = [
         "TurnTrimmer-cache_size-negative",
     ),
     p(
-        lambda h: TurnTrimmer(max_tokens=10, cache_size=1.5),
+        lambda h: TurnTrimmer(max_tokens=10, cache_size=1.5),  # type: ignore[arg-type]
         None,
         TypeError,
         "cache_size must be an int, got float 1.5",
         "TurnTrimmer-cache_size-float",
     ),
     p(
-        lambda h: TurnTrimmer(max_tokens=10, cache_size=None),
+        lambda h: TurnTrimmer(max_tokens=10, cache_size=None),  # type: ignore[arg-type]
         None,
         TypeError,
         "got None",
@@ -381,7 +382,7 @@ CASES = [
     ),
     p(
         lambda h: arun(TurnTrimmer(max_tokens=100).ainvoke(h)),
-        messages(ChatMessage("x", role="robot", id="c2")),
+        messages(ChatMessage(content="x", role="robot", id="c2")),
         ValueError,
         "messages[2] (id 'c2'): unknown ChatMessage role 'robot'",
         "ainvoke-ChatMessage-unknown-role",
@@ -472,28 +473,28 @@ CASES = [
         "per_list-function-negative",
     ),
     p(
-        counter_case(per_list(lambda ms: "7")),
+        counter_case(per_list(lambda ms: "7")),  # type: ignore[arg-type, return-value]
         good_messages(),
         TypeError,
         "must be an int, got str '7'",
         "per_list-function-non-int",
     ),
     p(
-        lambda h: per_message(42),
+        lambda h: per_message(42),  # type: ignore[arg-type]
         None,
         TypeError,
         "per_message needs a callable, got int",
         "per_message-non-callable",
     ),
     p(
-        lambda h: per_list("len"),
+        lambda h: per_list("len"),  # type: ignore[arg-type]
         None,
         TypeError,
         "per_list needs a callable, got str",
         "per_list-non-callable",
     ),
     p(
-        lambda h: CachedCounter(len),
+        lambda h: CachedCounter(len),  # type: ignore[arg-type]
         None,
         TypeError,
         "CachedCounter wraps a TokenCounter, got builtin_function_or_method",
@@ -529,14 +530,14 @@ CASES = [
         "TiktokenCounter-model-and-encoding",
     ),
     p(
-        lambda h: TiktokenCounter(4),
+        lambda h: TiktokenCounter(4),  # type: ignore[arg-type]
         None,
         TypeError,
         "model must be a str, got int",
         "TiktokenCounter-model-not-str",
     ),
     p(
-        lambda h: TiktokenCounter(encoding=b"cl100k_base"),
+        lambda h: TiktokenCounter(encoding=b"cl100k_base"),  # type: ignore[arg-type]
         None,
         TypeError,
         "encoding must be a str or a tiktoken.Encoding, got bytes",
@@ -668,21 +669,21 @@ CASES = [
     ),
     # -- TurnTrimMiddleware ------------------------------------------------------------------
     p(
-        lambda h: TurnTrimMiddleware(max_tokens=10, mode="state"),
+        lambda h: TurnTrimMiddleware(max_tokens=10, mode="state"),  # type: ignore[call-arg]
         None,
         TypeError,
         "unexpected keyword argument 'mode'",
         "TurnTrimMiddleware-mode-is-a-class",
     ),
     p(
-        lambda h: TurnTrimMiddleware(10, "approximate"),
+        lambda h: TurnTrimMiddleware(10, "approximate"),  # type: ignore[call-arg]
         None,
         TypeError,
         "takes 2 positional arguments but 3 were given",
         "TurnTrimMiddleware-options-are-keyword-only",
     ),
     p(
-        lambda h: TurnTrimMiddleware(max_tokens=10, on_overflow="truncate"),
+        lambda h: TurnTrimMiddleware(max_tokens=10, on_overflow="truncate"),  # type: ignore[arg-type]
         None,
         ValueError,
         "on_overflow must be 'drop', 'raise' or 'compact', got 'truncate'",

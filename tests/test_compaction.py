@@ -432,7 +432,7 @@ def _ainvoke(agent: Any, inputs: Any) -> Any:
 
 @pytest.fixture(params=["invoke", "ainvoke"])
 def run(request: pytest.FixtureRequest) -> Callable[[Any, Any], Any]:
-    return {"invoke": _invoke, "ainvoke": _ainvoke}[request.param]  # type: ignore[return-value]
+    return {"invoke": _invoke, "ainvoke": _ainvoke}[request.param]
 
 
 SYSTEM_PROMPT = "You research documents with the search tool until you are done."
@@ -618,7 +618,7 @@ def test_the_trace_carries_the_compaction_figures() -> None:
 def test_the_cli_reads_tool_results_in_user_messages_as_part_of_the_turn(
     tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    chat = [
+    chat: list[dict[str, Any]] = [
         {"role": "user", "content": "old question"},
         {"role": "assistant", "content": "old answer"},
         {"role": "user", "content": "find it"},

@@ -20,7 +20,7 @@ from langchain_core.runnables import Runnable
 from langchain_turntrim import TurnTrimmer, trim_turns
 from tests.lc import content_length, to_message
 
-COUNTERS = {
+COUNTERS: dict[str, Any] = {
     "len": len,
     "count_tokens_approximately": count_tokens_approximately,
     "per-message": content_length,

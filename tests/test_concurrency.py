@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from langchain_turntrim import ApproximateCounter, CachedCounter, TurnTrimmer
+from langchain_turntrim import ApproximateCounter, CachedCounter, TrimInput, TurnTrimmer
 
 
 def histories(count: int) -> list[list[BaseMessage]]:
@@ -26,9 +26,10 @@ def sequential(items: Sequence[list[BaseMessage]]) -> list[list[BaseMessage]]:
 
 def test_batch_across_eight_threads_matches_sequential() -> None:
     items = histories(64)
+    inputs: list[TrimInput] = list(items)  # batch takes a list of the Runnable's input type
     trimmer = TurnTrimmer(max_tokens=150, cache_size=40)  # small: constant eviction
     for _ in range(3):
-        assert trimmer.batch(items, config={"max_concurrency": 8}) == sequential(items)
+        assert trimmer.batch(inputs, config={"max_concurrency": 8}) == sequential(items)
 
 
 def test_hundred_concurrent_ainvoke_match_sequential() -> None:
@@ -45,7 +46,8 @@ def test_cache_is_never_corrupted() -> None:
     items = histories(64)
     cached = CachedCounter(ApproximateCounter(), maxsize=500)
     trimmer = TurnTrimmer(max_tokens=150, token_counter=cached)
-    trimmer.batch(items * 4, config={"max_concurrency": 8})
+    inputs: list[TrimInput] = list(items * 4)
+    trimmer.batch(inputs, config={"max_concurrency": 8})
     assert len(cached) <= 500
     every = [m for h in items for m in h]
     assert cached.count_each(every) == ApproximateCounter().count_each(every)

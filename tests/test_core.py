@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -23,7 +23,7 @@ def ids(messages: list[Any]) -> list[str]:
     return [m["id"] for m in messages]
 
 
-def turns_of(messages: list[Mapping[str, Any]]) -> list[list[int]]:
+def turns_of(messages: Sequence[Mapping[str, Any]]) -> list[list[int]]:
     """Index lists of each turn (pinned messages excluded)."""
     turns: list[list[int]] = []
     for i, m in enumerate(messages):

@@ -85,7 +85,7 @@ def test_model_counter_sees_only_valid_conversations(
         + [m for m in kept if not isinstance(m, SystemMessage)]
     )
     # The budget holds exactly, by the model's own count of what it will see.
-    ordered = [m for m in kept if isinstance(m, SystemMessage)]
+    ordered: list[BaseMessage] = [m for m in kept if isinstance(m, SystemMessage)]
     ordered += [m for m in kept if not isinstance(m, SystemMessage)]
     if any(isinstance(m, HumanMessage) for m in kept):
         assert model.get_num_tokens_from_messages(ordered) <= budget
@@ -180,7 +180,7 @@ def test_editing_a_message_is_seen() -> None:
     assert trimmer.trim_with_report([human, ai]).tokens_after == 2 + 5 + 5
     ai.content = "a much longer answer"
     assert trimmer.trim_with_report([human, ai]).tokens_after == 2 + 5 + 20
-    ai.tool_calls = [{"name": "f", "args": {}, "id": "1"}]
+    ai.tool_calls = [{"name": "f", "args": {}, "id": "1", "type": "tool_call"}]
     ai.name = "bot"
     trimmer.invoke([human, ai])
     trimmer.invoke([human, ai])
@@ -209,7 +209,7 @@ def test_in_place_edits_need_an_assignment_or_clear() -> None:
     message.content = list(message.content)  # an assignment is seen
     after = cached.count_each([message])
     assert after != before
-    message.content.append({"type": "text", "text": "more"})  # type: ignore[union-attr]
+    message.content.append({"type": "text", "text": "more"})
     cached.clear()  # so is a clear
     assert cached.count_each([message]) != after
 
@@ -343,7 +343,7 @@ def test_the_suite_wide_guard_catches_a_mutated_history() -> None:
         (AIMessage("a"), "tool_calls", [{"name": "f", "args": {}, "id": "1"}]),
         (AIMessage("a"), "invalid_tool_calls", [{"name": "f", "args": "{", "id": "1"}]),
         (ToolMessage("a", tool_call_id="1"), "tool_call_id", "2"),
-        (ChatMessage("a", role="user"), "role", "assistant"),
+        (ChatMessage(content="a", role="user"), "role", "assistant"),
     ],
 )
 def test_message_key_covers_every_field_the_identity_layer_checks(

@@ -10,6 +10,7 @@ from langchain_core.messages import (
     AnyMessage,
     BaseMessage,
     HumanMessage,
+    MessageLikeRepresentation,
     RemoveMessage,
     SystemMessage,
 )
@@ -95,7 +96,10 @@ def test_state_stops_growing_and_the_model_sees_trimmed_history(shape: str):
 
 
 def test_trim_update_is_empty_when_everything_fits():
-    history = [HumanMessage("hi", id="h1"), AIMessage("hello", id="a1")]
+    history: list[MessageLikeRepresentation] = [
+        HumanMessage("hi", id="h1"),
+        AIMessage("hello", id="a1"),
+    ]
     assert trim_update(history, TurnTrimmer(max_tokens=1_000)) == {"messages": []}
     # An empty update is a valid add_messages update.
     assert add_messages(history, []) == history
@@ -116,7 +120,7 @@ def test_trim_update_other_key_and_message_likes():
 
 
 def test_removals_applied_by_add_messages_delete_exactly_the_dropped():
-    history: list[BaseMessage] = [
+    history: list[MessageLikeRepresentation] = [
         SystemMessage("sys", id="s"),
         AIMessage("before any user message", id="orphan"),
         HumanMessage("a" * 200, id="h1"),
@@ -127,7 +131,8 @@ def test_removals_applied_by_add_messages_delete_exactly_the_dropped():
     report = TurnTrimmer(max_tokens=30).trim_with_report(history)
     update = removals(report)
     assert [m.id for m in update] == ["orphan", "h1", "a1"]
-    assert add_messages(history, update) == report.kept
+    removed: list[MessageLikeRepresentation] = list(update)
+    assert add_messages(history, removed) == report.kept
 
 
 def test_a_dropped_message_without_an_id_is_named_by_index():

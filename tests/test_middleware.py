@@ -25,6 +25,7 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.langchain import LangChainTracer
@@ -33,7 +34,13 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
-from langchain_turntrim import TiktokenCounter, TurnTrimmer, TurnTrimOverflowError, per_list
+from langchain_turntrim import (
+    CachedCounter,
+    TiktokenCounter,
+    TurnTrimmer,
+    TurnTrimOverflowError,
+    per_list,
+)
 from langchain_turntrim._core import plan_trim
 from langchain_turntrim._counting import resolve_counter
 from langchain_turntrim._middleware import TurnTrimMiddleware, TurnTrimStateMiddleware
@@ -105,7 +112,7 @@ def _ainvoke(agent: Any, inputs: Any, config: Any) -> Any:
 
 @pytest.fixture(params=["invoke", "ainvoke"])
 def run(request: pytest.FixtureRequest) -> Callable[[Any, Any, Any], Any]:
-    return {"invoke": _invoke, "ainvoke": _ainvoke}[request.param]  # type: ignore[return-value]
+    return {"invoke": _invoke, "ainvoke": _ainvoke}[request.param]
 
 
 # -- what a well-formed model input is ---------------------------------------
@@ -169,7 +176,7 @@ def test_25_turn_agent_never_sees_a_broken_or_oversized_history(
         middleware=[middleware],
         checkpointer=InMemorySaver(),
     )
-    config = {"configurable": {"thread_id": f"{mode}-{counter_name}"}}
+    config: RunnableConfig = {"configurable": {"thread_id": f"{mode}-{counter_name}"}}
     sizes = []
     seen_ids: list[str] = []
     for i in range(TURNS):
@@ -224,7 +231,7 @@ def history(turns: int) -> list[BaseMessage]:
     for i in range(turns):
         messages.append(question(i))
         call = {"name": "lookup", "args": {"query": str(i)}, "id": f"c{i}", "type": "tool_call"}
-        messages.append(AIMessage("", tool_calls=[call]))  # type: ignore[list-item]
+        messages.append(AIMessage("", tool_calls=[call]))
         messages.append(ToolMessage(f"result {i}", tool_call_id=f"c{i}"))
         messages.append(AIMessage(f"Answer {i}."))
     return messages
@@ -234,6 +241,7 @@ def test_trim_request_counts_the_system_message_and_the_tools_as_pinned():
     messages = history(6)
     request = make_request(messages, tools=[lookup])
     middleware = TurnTrimMiddleware(max_tokens=200)
+    assert request.system_message is not None
     trimmed, report = middleware.trim_request(request)
     plan = report.plan
     assert trimmed is not request
@@ -413,13 +421,14 @@ def test_for_model_sizes_the_budget_from_the_profile(tiktoken_cache):
     assert type(middleware) is TurnTrimStateMiddleware
     assert middleware.max_tokens == 8192 - 1000
     assert middleware.mode == "state"
-    assert middleware.trimmer.counter.counter == TiktokenCounter("gpt-4")  # type: ignore[union-attr]
+    assert isinstance(middleware.trimmer.counter, CachedCounter)
+    assert middleware.trimmer.counter.counter == TiktokenCounter("gpt-4")
 
 
 def test_importing_without_langchain_says_how_to_install(monkeypatch: pytest.MonkeyPatch):
     for name in list(sys.modules):
         if name == "langchain" or name.startswith(("langchain.", "langchain_turntrim._middleware")):
-            monkeypatch.setitem(sys.modules, name, None)  # type: ignore[arg-type]
+            monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.delitem(sys.modules, "langchain_turntrim._middleware")
     with pytest.raises(ImportError, match=r"pip install 'langchain-turntrim\[agents\]'"):
         importlib.import_module("langchain_turntrim._middleware")
@@ -555,7 +564,8 @@ def test_middleware_trims_stream_as_custom_events():
     )
 
     async def collect() -> list[Any]:
-        inputs = {"messages": [*history(6), question(6)]}
+        # Plain dicts, as users write them (LangGraph types inputs as AnyMessage lists).
+        inputs: Any = {"messages": [*history(6), question(6)]}
         return [e async for e in agent.astream_events(inputs, version="v2")]
 
     events = [e for e in asyncio.run(collect()) if e["event"] == "on_custom_event"]
@@ -579,7 +589,7 @@ def test_middleware_trims_show_in_langsmith(monkeypatch: pytest.MonkeyPatch):
         def create_run(self, *args: Any, **kwargs: Any) -> None:
             pass
 
-        def update_run(self, run_id: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        def update_run(self, run_id: Any, **kwargs: Any) -> None:
             self.updates.append(kwargs)
 
     client = OfflineClient()
@@ -667,7 +677,7 @@ def test_the_package_exports_the_middleware_lazily(monkeypatch: pytest.MonkeyPat
     # Without langchain the package still imports; the middleware says how to install it.
     for name in list(sys.modules):
         if name == "langchain" or name.startswith("langchain."):
-            monkeypatch.setitem(sys.modules, name, None)  # type: ignore[arg-type]
+            monkeypatch.setitem(sys.modules, name, None)
         elif name == "langchain_turntrim" or name.startswith("langchain_turntrim."):
             monkeypatch.delitem(sys.modules, name)
     fresh = importlib.import_module("langchain_turntrim")

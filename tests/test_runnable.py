@@ -23,12 +23,15 @@ from langchain_core.messages import (
 )
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import ConfigurableField
+from langchain_core.runnables.configurable import RunnableConfigurableFields
 from langchain_core.tracers.context import collect_runs
+from pydantic import SecretStr
 
 from langchain_turntrim import (
     ApproximateCounter,
     CachedCounter,
     TiktokenCounter,
+    TrimInput,
     TrimReport,
     TurnTrimmer,
     TurnTrimOverflowError,
@@ -104,7 +107,7 @@ def test_chain_into_a_model(call: Any) -> None:
 
 
 def test_accepts_every_message_like() -> None:
-    history = [
+    history: TrimInput = [
         ("system", "rules"),
         {"role": "user", "content": "weather?"},
         {
@@ -125,11 +128,12 @@ def test_accepts_every_message_like() -> None:
         "ToolMessage",
         "HumanMessage",
     ]
+    assert isinstance(kept[2], AIMessage)
     assert kept[2].tool_calls[0]["id"] == "c1"
 
 
 def test_returns_original_objects_and_never_mutates(call: Any) -> None:
-    history = [*HISTORY, AIMessageChunk("chunk", id="c")]
+    history = [*HISTORY, AIMessageChunk(content="chunk", id="c")]
     before = snapshot(history)
     kept = call(TurnTrimmer(max_tokens=10_000, token_counter=LENGTH), history)
     assert len(kept) == len(history)
@@ -143,13 +147,13 @@ def test_returns_original_objects_and_never_mutates(call: Any) -> None:
 def test_roles() -> None:
     history = [
         AIMessage("orphan", id="x0"),
-        ChatMessage("dev rules", role="developer", id="d0"),
-        ChatMessage("hi", role="human", id="u1"),
+        ChatMessage(content="dev rules", role="developer", id="d0"),
+        ChatMessage(content="hi", role="human", id="u1"),
         SystemMessage("mid", id="s1"),
-        ChatMessage("hello", role="ai", id="a1"),
+        ChatMessage(content="hello", role="ai", id="a1"),
         ToolMessage("t", tool_call_id="c", id="t1"),
-        ChatMessage("hi again", role="user", id="u2"),
-        AIMessageChunk("partial", id="a2"),
+        ChatMessage(content="hi again", role="user", id="u2"),
+        AIMessageChunk(content="partial", id="a2"),
         SystemMessage("dev", id="d1", additional_kwargs={"__openai_role__": "developer"}),
     ]
     trimmer = TurnTrimmer(max_tokens=10_000, token_counter=LENGTH)
@@ -180,18 +184,18 @@ def test_error_messages_in_full() -> None:
         type: str = "custom"
 
     trimmer = TurnTrimmer(max_tokens=100)
-    cases = [
+    cases: list[tuple[list[BaseMessage], str]] = [
         (
             [HumanMessage("hi"), RemoveMessage(id="r1")],
             "messages[1] (id 'r1') is a RemoveMessage: it is a state update for "
             "LangGraph's add_messages, not part of a conversation to trim",
         ),
         (
-            [Custom("x", id="c0")],
+            [Custom(content="x", id="c0")],
             "messages[0] (id 'c0'): unsupported message type Custom",
         ),
         (
-            [HumanMessage("hi"), ChatMessage("x", role="robot")],
+            [HumanMessage("hi"), ChatMessage(content="x", role="robot")],
             "messages[1]: unknown ChatMessage role 'robot'; accepted roles are 'system', "
             "'developer', 'user', 'human', 'assistant', 'ai', 'tool', 'function'",
         ),
@@ -206,7 +210,7 @@ def test_error_messages_in_full() -> None:
         pass
 
     for _ in range(2):
-        assert ids(trimmer.invoke([AIMessage("x", id="o"), Shout("hey", id="s")])) == ["s"]
+        assert ids(trimmer.invoke([AIMessage("x", id="o"), Shout(content="hey", id="s")])) == ["s"]
 
 
 def test_orphans_count_in_tokens_before() -> None:
@@ -245,6 +249,7 @@ def test_max_tokens_configurable_per_call_and_cache_shared() -> None:
     assert ids(big) == ids(HISTORY)
     small = configurable.invoke(HISTORY, config={"configurable": {"max_tokens": 0}})
     assert ids(small) == ["s0"]
+    assert isinstance(configurable, RunnableConfigurableFields)
     configured, _ = configurable._prepare({"configurable": {"max_tokens": 5}})
     assert isinstance(configured, TurnTrimmer)
     assert configured.counter is trimmer.counter
@@ -341,8 +346,9 @@ def test_for_model_uses_profile_and_model_counter() -> None:
 def test_for_model_openai_uses_tiktoken(tiktoken_cache: Any) -> None:
     from langchain_openai import ChatOpenAI
 
-    model = ChatOpenAI(model="gpt-4", api_key="sk-test")
+    model = ChatOpenAI(model="gpt-4", api_key=SecretStr("sk-test"))
     trimmer = TurnTrimmer.for_model(model, reserve_tokens=1000)
+    assert model.profile is not None
     assert trimmer.max_tokens == model.profile["max_input_tokens"] - 1000
     assert isinstance(trimmer.counter, CachedCounter)
     assert isinstance(trimmer.counter.counter, TiktokenCounter)
@@ -381,7 +387,7 @@ def test_exact_budget_holds_by_chatopenai_count(
 ) -> None:
     from langchain_openai import ChatOpenAI
 
-    model = ChatOpenAI(model="gpt-4", api_key="sk-test")
+    model = ChatOpenAI(model="gpt-4", api_key=SecretStr("sk-test"))
 
     def exact_count(kept: list[BaseMessage]) -> int:
         with warnings.catch_warnings():  # ChatOpenAI warns about file blocks
