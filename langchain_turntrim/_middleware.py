@@ -265,14 +265,20 @@ class TurnTrimStateMiddleware(TurnTrimMiddleware):
         doomed = [(i, messages[i]) for i in plan.dropped if i < plan.newest_turn_start]
         return ({"messages": remove_messages(doomed)} if doomed else None), plan
 
-    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+    def before_model(
+        self,
+        state: AgentState[Any],
+        runtime: Runtime[Any],  # noqa: ARG002 - LangChain's hook signature
+    ) -> dict[str, Any] | None:
         """Delete the turns that no longer fit from the state (see the class docs)."""
         update, plan = self._state_update(state["messages"])
         report_trim(plan, extra=_state_extra(update))
         return update
 
     async def abefore_model(
-        self, state: AgentState[Any], runtime: Runtime[Any]
+        self,
+        state: AgentState[Any],
+        runtime: Runtime[Any],  # noqa: ARG002 - LangChain's hook signature
     ) -> dict[str, Any] | None:
         """``before_model`` for async agents."""
         messages = state["messages"]

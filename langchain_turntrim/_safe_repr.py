@@ -11,6 +11,8 @@ __all__ = ["deep_repr", "safe_repr"]
 class _Text(str):
     """Literal output on the work stack (never a value to represent)."""
 
+    __slots__ = ()
+
 
 class _Leave:
     """Marks the end of a container on the work stack."""

@@ -135,11 +135,11 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         return self._counter
 
     @property
-    def InputType(self) -> Any:
+    def InputType(self) -> Any:  # noqa: N802 - Runnable's name
         return TrimInput
 
     @property
-    def OutputType(self) -> Any:
+    def OutputType(self) -> Any:  # noqa: N802 - Runnable's name
         return list[BaseMessage]
 
     def trim_with_report(self, messages: TrimInput) -> TrimReport:
@@ -229,12 +229,18 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         return kept
 
     def invoke(
-        self, input: TrimInput, config: RunnableConfig | None = None, **kwargs: Any
+        self,
+        input: TrimInput,  # noqa: A002 - Runnable.invoke's name
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
     ) -> list[BaseMessage]:
         return self._call_with_config(self._trim_in_run, input, config, **kwargs)
 
     async def ainvoke(
-        self, input: TrimInput, config: RunnableConfig | None = None, **kwargs: Any
+        self,
+        input: TrimInput,  # noqa: A002 - Runnable.invoke's name
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
     ) -> list[BaseMessage]:
         return await self._acall_with_config(self._atrim_in_run, input, config, **kwargs)
 
@@ -242,7 +248,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
 # LangChain inspects the signature of the function a Runnable runs on every
 # call (does it take a run_manager, a config?); computing them once here keeps
 # invoke's fixed cost low.
-for _method in (TurnTrimmer._trim_in_run, TurnTrimmer._atrim_in_run):
+for _method in (TurnTrimmer._trim_in_run, TurnTrimmer._atrim_in_run):  # noqa: SLF001 - its own class
     setattr(_method, "__signature__", inspect.signature(_method))  # noqa: B010
 
 
@@ -257,7 +263,7 @@ def model_budget(chat_model: Any, reserve_tokens: int) -> int:
             f"{name} has no profile['max_input_tokens'] to size the budget from; "
             f"pass max_tokens explicitly (e.g. TurnTrimmer(max_tokens=..., token_counter=model))"
         )
-        raise ValueError(msg)
+        raise ValueError(msg)  # noqa: TRY004 - the profile lacks a value: not a type error
     budget = limit - reserve_tokens
     if budget < 0:
         msg = f"reserve_tokens ({reserve_tokens}) exceeds the model's max_input_tokens ({limit})"

@@ -125,7 +125,8 @@ def _parse_jsonl(text: str, source: str) -> Transcript:
         try:
             messages.append(decode(line))
         except RecursionError as error:
-            raise _too_deep(f"{source} line {number}") from error
+            place = f"{source} line {number}"
+            raise _too_deep(place) from error
         except json.JSONDecodeError as error:
             raise _json_error(source, error.msg, number, error.colno) from error
         lines.append(number)
@@ -133,11 +134,13 @@ def _parse_jsonl(text: str, source: str) -> Transcript:
 
 
 def _too_deep(where: str) -> InputError:
-    return InputError(f"{where}: JSON nested too deeply to read")
+    msg = f"{where}: JSON nested too deeply to read"
+    return InputError(msg)
 
 
 def _json_error(source: str, reason: str, line: int, column: int) -> InputError:
-    return InputError(f"{source}: invalid JSON at line {line}, column {column}: {reason}")
+    msg = f"{source}: invalid JSON at line {line}, column {column}: {reason}"
+    return InputError(msg)
 
 
 def to_messages(transcript: Transcript) -> list[BaseMessage]:
@@ -146,15 +149,15 @@ def to_messages(transcript: Transcript) -> list[BaseMessage]:
     append = messages.append
     for index, item in enumerate(transcript.messages):
         if type(item) is not dict:
-            raise InputError(
-                f"{where(transcript, index)} must be a JSON object, got a {json_type(item)}"
-            )
+            msg = f"{where(transcript, index)} must be a JSON object, got a {json_type(item)}"
+            raise InputError(msg)
         message = _with_content(item)
         try:
             append(convert_to_messages([message])[0])
         except (TypeError, ValueError, KeyError, AttributeError, NotImplementedError) as error:
             problem = diagnosed(message) or _first_line(error)
-            raise InputError(f"{where(transcript, index)}: {problem}") from error
+            msg = f"{where(transcript, index)}: {problem}"
+            raise InputError(msg) from error
     return messages
 
 
@@ -211,7 +214,7 @@ def write(text: str) -> None:
         while data:  # a pipe may take part of it, then fail on the rest: never lose the error
             written = buffer.write(data)
             if not written:
-                raise OSError(errno.EIO, "nothing written")
+                raise OSError(errno.EIO, "nothing written")  # noqa: TRY301 - worded below
             data = data[written:]
         buffer.flush()
     except BrokenPipeError:
