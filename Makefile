@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: test demo lint typecheck mutation bench clean
+.PHONY: test demo lint format typecheck mutation bench clean
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,11 @@ demo: $(INSTALLED)
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# Apply ruff's fixes, then format; what is left to fix by hand is listed first.
+format: $(INSTALLED)
+	-$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 typecheck: $(INSTALLED)
 	$(BIN)/mypy --strict langchain_turntrim

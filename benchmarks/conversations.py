@@ -54,13 +54,19 @@ _FOREIGN: Final = (
     "안녕하세요, 좌석을 창가 쪽으로 바꿀 수 있을까요?",
 )
 _CODE: Final = (
-    "```python\ndef {name}(items: list[dict]) -> float:\n    total = 0.0\n"
-    "    for item in items:\n        if item.get('{field}', 0) > {n}:\n"
-    "            total += item['{field}'] * {m}\n    return round(total, 2)\n```",
-    "```sql\nSELECT {field}, COUNT(*) AS n\nFROM {name}\nWHERE created_at > '2024-0{m}-1{n}'\n"
-    "GROUP BY {field}\nORDER BY n DESC\nLIMIT {n};\n```",
-    "```bash\nfor f in logs/{name}-*.json; do\n  jq '.{field} | select(. > {n})' \"$f\"\n"
-    "done | sort | uniq -c | head -n {m}\n```",
+    (
+        "```python\ndef {name}(items: list[dict]) -> float:\n    total = 0.0\n"
+        "    for item in items:\n        if item.get('{field}', 0) > {n}:\n"
+        "            total += item['{field}'] * {m}\n    return round(total, 2)\n```"
+    ),
+    (
+        "```sql\nSELECT {field}, COUNT(*) AS n\nFROM {name}\nWHERE created_at > '2024-0{m}-1{n}'\n"
+        "GROUP BY {field}\nORDER BY n DESC\nLIMIT {n};\n```"
+    ),
+    (
+        "```bash\nfor f in logs/{name}-*.json; do\n  jq '.{field} | select(. > {n})' \"$f\"\n"
+        "done | sort | uniq -c | head -n {m}\n```"
+    ),
 )
 _TOOLS: Final = (
     "get_user_details",

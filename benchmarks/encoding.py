@@ -62,7 +62,7 @@ def load_exact_encoding(model: str = EXACT_MODEL) -> str | None:
     try:
         with _no_downloads():
             tiktoken.encoding_for_model(model)
-    except Exception as error:  # any failure means: skip the exact scenarios, and say why
+    except Exception as error:  # noqa: BLE001 - any failure means: skip the exact scenarios, and say why
         where = os.environ.get("TIKTOKEN_CACHE_DIR", "<unset>")
         return f"cannot load the {model} encoding (TIKTOKEN_CACHE_DIR={where}): {error}. {HELP}"
     return None

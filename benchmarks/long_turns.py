@@ -169,12 +169,14 @@ def long_turns(settings: Settings) -> list[Row]:
                 Target(">=", 1.0, percent=True),
                 sent_usable / sent_count if sent_count else 1.0,
                 notes=[
-                    f"budget system + {fraction:.0%} of the turn, {len(calls)} model calls: "
-                    f"usable requests: compact {shares['compact']:.1%} "
-                    f"(raised for the other {raised / len(calls):.1%}: "
-                    "not even the skeleton fits), "
-                    f"trim_messages {shares['trim_messages']:.1%}, "
-                    f"ClearToolUses {shares['ClearToolUses']:.1%}"
+                    (
+                        f"budget system + {fraction:.0%} of the turn, {len(calls)} model calls: "
+                        f"usable requests: compact {shares['compact']:.1%} "
+                        f"(raised for the other {raised / len(calls):.1%}: "
+                        "not even the skeleton fits), "
+                        f"trim_messages {shares['trim_messages']:.1%}, "
+                        f"ClearToolUses {shares['ClearToolUses']:.1%}"
+                    )
                 ],
                 details={"shares": shares, "calls": len(calls), "raised": raised},
             )

@@ -7,6 +7,7 @@ import hashlib
 import os
 import sys
 import tempfile
+from pathlib import Path
 
 import tiktoken
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -21,9 +22,9 @@ MODEL = sys.argv[1] if len(sys.argv) > 1 else "gpt-4o"
 encoding = tiktoken.encoding_name_for_model(MODEL)
 url = f"https://openaipublic.blob.core.windows.net/encodings/{encoding}.tiktoken"
 cache = os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR"))
-cache = os.path.join(tempfile.gettempdir(), "data-gym-cache") if cache is None else cache
-key = hashlib.sha1(url.encode()).hexdigest()
-if not cache or not os.path.isfile(os.path.join(cache, key)):
+cache = str(Path(tempfile.gettempdir(), "data-gym-cache")) if cache is None else cache
+key = hashlib.sha1(url.encode(), usedforsecurity=False).hexdigest()
+if not cache or not (Path(cache) / key).is_file():
     print(f"tiktoken's {encoding!r} encoding for {MODEL} is not available offline.")
     print(f"To provide it, download {url}")
     print(f"save it as {key} in a folder, and set TIKTOKEN_CACHE_DIR to that folder")

@@ -100,7 +100,7 @@ def refuse(*args: Any, **kwargs: Any) -> Any:
     raise NetworkUsedError(f"network access attempted: {args!r}")
 
 
-class InvalidConversation(AssertionError):
+class InvalidConversationError(AssertionError):
     pass
 
 
@@ -126,7 +126,7 @@ def check_conversation(messages: Sequence[BaseMessage]) -> None:
     the list, and a call's results follow it before anything else.
     """
     if not messages:
-        raise InvalidConversation("empty")
+        raise InvalidConversationError("empty")
     kinds = message_kinds(messages)
     rest = list(messages)
     while kinds and kinds[0] == PINNED:
@@ -135,18 +135,18 @@ def check_conversation(messages: Sequence[BaseMessage]) -> None:
     if not rest:
         return
     if kinds[0] not in (START, ANCHOR):  # a summary is a user message too
-        raise InvalidConversation(f"starts with {type(rest[0]).__name__}")
+        raise InvalidConversationError(f"starts with {type(rest[0]).__name__}")
     pending: set[str] = set()
     for i, (m, kind) in enumerate(zip(rest, kinds, strict=True)):
         if kind == PINNED:
-            raise InvalidConversation("system message after the start")
+            raise InvalidConversationError("system message after the start")
         answered = tool_results(m)
         if answered:
             for call_id in answered:
                 if call_id not in pending:
-                    raise InvalidConversation(f"orphan tool result {call_id}")
+                    raise InvalidConversationError(f"orphan tool result {call_id}")
                 pending.discard(call_id)
         elif pending:
-            raise InvalidConversation(f"tool calls {pending} cut before message {i}")
+            raise InvalidConversationError(f"tool calls {pending} cut before message {i}")
         if isinstance(m, AIMessage):
             pending = {c["id"] for c in m.tool_calls if c["id"]}

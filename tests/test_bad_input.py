@@ -157,7 +157,7 @@ def cli(*args: str, text: str | None = None, missing: bool = False) -> Cli:
 # -- the table ------------------------------------------------------------------------------
 
 
-def p(call: Any, history: Any, expected: Any, fragment: str, id: str) -> Any:
+def p(call: Any, history: Any, expected: Any, fragment: str, id: str) -> Any:  # noqa: A002 - pytest.param's name
     return pytest.param(call, history, expected, fragment, id=id)
 
 
@@ -855,7 +855,7 @@ def run_cli(
     capsys.readouterr()
     try:
         status = main(argv)
-    except BaseException as error:  # a traceback is a bug: every error is exit status 2
+    except BaseException as error:  # noqa: BLE001 - a traceback is a bug: every error is exit status 2
         pytest.fail(f"main({argv[:1]}...) raised {type(error).__name__}: {error!s:.200}")
     out, err = capsys.readouterr()
     return status, out, err, path
@@ -865,7 +865,7 @@ def raised(call: Callable[[Any], Any], history: Any, expected: type[Exception]) 
     """What ``call(history)`` raised; a return, partial or not, fails the test."""
     try:
         result = call(history)
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - the test checks its exact type
         return error
     pytest.fail(f"returned {result!r:.300} instead of raising {expected.__name__}")
 

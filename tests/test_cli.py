@@ -291,8 +291,10 @@ def test_invalid_json_names_line_and_column(tmp_path, capsys, text, where):
         ),
         (
             SPEC,
-            "messages[0] (id 's0'): no 'content' field "
-            "(records with 'tokens' need --counter field)",
+            (
+                "messages[0] (id 's0'): no 'content' field "
+                "(records with 'tokens' need --counter field)"
+            ),
         ),
     ],
     ids=[

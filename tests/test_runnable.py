@@ -187,8 +187,10 @@ def test_error_messages_in_full() -> None:
     cases: list[tuple[list[BaseMessage], str]] = [
         (
             [HumanMessage("hi"), RemoveMessage(id="r1")],
-            "messages[1] (id 'r1') is a RemoveMessage: it is a state update for "
-            "LangGraph's add_messages, not part of a conversation to trim",
+            (
+                "messages[1] (id 'r1') is a RemoveMessage: it is a state update for "
+                "LangGraph's add_messages, not part of a conversation to trim"
+            ),
         ),
         (
             [Custom(content="x", id="c0")],
@@ -196,8 +198,10 @@ def test_error_messages_in_full() -> None:
         ),
         (
             [HumanMessage("hi"), ChatMessage(content="x", role="robot")],
-            "messages[1]: unknown ChatMessage role 'robot'; accepted roles are 'system', "
-            "'developer', 'user', 'human', 'assistant', 'ai', 'tool', 'function'",
+            (
+                "messages[1]: unknown ChatMessage role 'robot'; accepted roles are 'system', "
+                "'developer', 'user', 'human', 'assistant', 'ai', 'tool', 'function'"
+            ),
         ),
     ]
     for history, message in cases:
@@ -294,7 +298,7 @@ def test_overflow_raise(call: Any) -> None:
     assert isinstance(error, ContextOverflowError)
     assert (error.max_tokens, error.system_tokens, error.newest_turn_tokens) == (60, 20, 41)
     assert "newest turn (41 tokens)" in str(error)
-    copy = pickle.loads(pickle.dumps(error))
+    copy = pickle.loads(pickle.dumps(error))  # noqa: S301 - our own error, just pickled
     assert (copy.max_tokens, copy.system_tokens, copy.newest_turn_tokens) == (60, 20, 41)
 
 
