@@ -26,16 +26,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
-    FunctionMessage,
     HumanMessage,
-    ToolMessage,
 )
 
+from langchain_turntrim import _cutting as cutting
 from langchain_turntrim._core import ANCHOR, PINNED, TrimPlan
 from langchain_turntrim._counting import ResolvedCounter
 from langchain_turntrim._errors import TurnTrimOverflowError
@@ -190,8 +189,8 @@ class _Ladder:
         is_user = first is not None and isinstance(first.original, HumanMessage)
         self.user = first if is_user else None
         self.dropped: list[_Slot] = []
-        self.names = _tool_names(messages[i] for i in turn)
-        results = [s for step in self.steps for s in step if _is_result(s.message)]
+        self.names = cutting.tool_names(messages[i] for i in turn)
+        results = [s for step in self.steps for s in step if cutting.is_result(s.message)]
         keep = max(0, keep_tool_results)
         self.clearable = results[: len(results) - keep] if keep else results
 
@@ -241,7 +240,7 @@ class _Ladder:
     def _clear(self, slot: _Slot) -> int:
         name = self.names.get(getattr(slot.message, "tool_call_id", None) or "", "tool")
         note = f"[result of {name} cleared to fit the context: {slot.tokens} tokens]"
-        cleared = _with_result_text(slot.message, note)
+        cleared = cutting.with_result_text(slot.message, note)
         tokens = self._count(cleared)
         if tokens >= slot.tokens:
             return 0
@@ -252,8 +251,8 @@ class _Ladder:
     def _truncate(self, slot: _Slot, target: int) -> int:
         """Cut ``slot``'s text to at most ``target`` tokens, or as far as it goes."""
         original = slot.message
-        text = _text(original)
-        floor = _with_text(original, _cut(text, 0))
+        text = cutting.text(original)
+        floor = cutting.with_text(original, cutting.cut(text, 0))
         floor_tokens = self._count(floor)
         if floor_tokens >= slot.tokens:
             slot.at_floor = True
@@ -265,7 +264,7 @@ class _Ladder:
             keep = int((target - floor_tokens) / per_char)
             for _ in range(_SEARCH_STEPS):
                 keep = max(0, min(keep, len(text) - 1))
-                candidate = _with_text(original, _cut(text, keep))
+                candidate = cutting.with_text(original, cutting.cut(text, keep))
                 counted = self._count(candidate)
                 if counted <= target:
                     message, tokens = candidate, counted
@@ -305,107 +304,3 @@ class _Ladder:
             truncated_tokens=sum(s.original_tokens - s.tokens for s in truncated),
             tokens_after=total,
         )
-
-
-def _is_result(message: BaseMessage) -> bool:
-    """A tool (or legacy function) result, or a human message of ``tool_result`` blocks."""
-    return isinstance(message, (ToolMessage, FunctionMessage)) or (
-        isinstance(message, HumanMessage) and _tool_result_blocks(message.content) > 0
-    )
-
-
-def _tool_result_blocks(content: object) -> int:
-    if not isinstance(content, list):
-        return 0
-    return sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_result")
-
-
-def _tool_names(messages: Any) -> dict[str, str]:
-    """Tool call id -> tool name, from the assistant messages' calls."""
-    names: dict[str, str] = {}
-    for message in messages:
-        if isinstance(message, AIMessage):
-            for call in message.tool_calls:
-                if call.get("id") and call.get("name"):
-                    names[str(call["id"])] = str(call["name"])
-    return names
-
-
-def _text(message: BaseMessage) -> str:
-    """The text compaction may cut: the content, or its text (and tool result) parts."""
-    content = message.content
-    if isinstance(content, str):
-        return content
-    parts: list[str] = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, dict):
-            inner = block.get("text") if block.get("type") == "text" else None
-            if block.get("type") == "tool_result":
-                inner = _result_text(block.get("content"))
-            if isinstance(inner, str):
-                parts.append(inner)
-    return "\n".join(parts)
-
-
-def _result_text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            b.get("text", "") if isinstance(b, dict) else str(b)
-            for b in content
-            if isinstance(b, (dict, str))
-        )
-    return ""
-
-
-def _with_text(message: BaseMessage, text: str) -> BaseMessage:
-    """``message`` with its text replaced by ``text``: a new object, same id and calls.
-
-    List content keeps its blocks that carry no text (tool uses, say) only
-    where they are needed for the conversation to stay valid; images and
-    other data are part of what is cut.
-    """
-    content = message.content
-    if isinstance(content, str):
-        return message.model_copy(update={"content": text})
-    results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
-    if results:
-        return _with_result_text(message, text)
-    uses = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
-    other = len(content) - len(uses) - sum(1 for b in content if _is_text_block(b))
-    if other:
-        text += f"\n[{other} non-text part(s) removed to fit the context]"
-    kept: list[str | dict[str, Any]] = [{"type": "text", "text": text}, *uses]
-    return message.model_copy(update={"content": kept})
-
-
-def _is_text_block(block: object) -> bool:
-    return isinstance(block, str) or (isinstance(block, dict) and block.get("type") == "text")
-
-
-def _with_result_text(message: BaseMessage, text: str) -> BaseMessage:
-    """A tool result whose output is ``text`` (every ``tool_result`` block's, for a human one)."""
-    content = message.content
-    if isinstance(message, HumanMessage) and isinstance(content, list):
-        blocks: list[str | dict[str, Any]] = []
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "tool_result":
-                blocks.append({**block, "content": text})
-            elif not (isinstance(block, dict) and block.get("type") == "text"):
-                blocks.append(block)
-        return message.model_copy(update={"content": blocks})
-    return message.model_copy(update={"content": text})
-
-
-def _cut(text: str, keep: int) -> str:
-    """``text`` cut to ``keep`` characters around a note: two thirds head, one third tail."""
-    if keep >= len(text):
-        return text
-    head = keep - keep // 3
-    tail = keep - head
-    cut = len(text) - keep
-    note = f"\n[... {cut:,} characters cut to fit the context ...]\n"
-    return text[:head] + note + (text[len(text) - tail :] if tail else "")

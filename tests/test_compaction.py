@@ -34,12 +34,12 @@ from langchain_turntrim import (
     TurnTrimmer,
     TurnTrimMiddleware,
     TurnTrimOverflowError,
+    _cutting,
     per_list,
     trim_turns,
     trim_update,
 )
 from langchain_turntrim._cli import main
-from langchain_turntrim._compaction import _cut, _text, _with_result_text, _with_text
 from tests.lc import LENGTH, check_conversation
 
 FILLER = "the quick brown fox jumps over the lazy dog 0123456789 "
@@ -120,10 +120,12 @@ def steps_of(history: Sequence[BaseMessage]) -> list[str]:
 
 def smallest(message: BaseMessage, count: Callable[[list[BaseMessage]], int]) -> int:
     """A lower bound of what compaction can cut ``message`` to (``count`` of one message)."""
-    cut = _with_text(message, _cut(_text(message), 0))
+    cut = _cutting.with_text(message, _cutting.cut(_cutting.text(message), 0))
     forms = [message, cut]
     if isinstance(message, ToolMessage):
-        forms.append(_with_result_text(message, "[result of tool_0 cleared to fit the context]"))
+        forms.append(
+            _cutting.with_result_text(message, "[result of tool_0 cleared to fit the context]")
+        )
     return min(count([form]) for form in forms)
 
 
