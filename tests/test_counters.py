@@ -119,8 +119,36 @@ def test_model_counter_reports_exact_tokens_after() -> None:
     model = StrictModel()
     report = TurnTrimmer(max_tokens=100, token_counter=model).trim_with_report(tool_history(5))
     assert report.tokens_after == model.get_num_tokens_from_messages(report.kept)
-    assert report.plan.overhead_tokens == 3
-    assert report.system_tokens == len("rules")
+    # The per-request constant is inside every count; the other figures are
+    # the approximate counter's, scaled by the error measured on the counts.
+    assert report.plan.overhead_tokens == 0
+    assert 0 < report.system_tokens < 10
+
+
+def calls_for(turns: int, budget_share: float) -> tuple[int, int, int, int]:
+    """Counter calls and messages sent: a cold trim, then a re-trim after one appended message."""
+    model = StrictModel()
+    history = tool_history(turns)
+    budget = int(budget_share * model.get_num_tokens_from_messages(history))
+    model.sent.clear()
+    trimmer = TurnTrimmer(max_tokens=budget, token_counter=model)
+    trimmer.invoke(history)
+    cold, cold_sent = len(model.sent), sum(map(len, model.sent))
+    model.sent.clear()
+    history.append(HumanMessage("one more question", id="more"))
+    trimmer.invoke(history)
+    return cold, cold_sent, len(model.sent), sum(map(len, model.sent))
+
+
+@pytest.mark.parametrize("turns", [10, 20, 80])
+@pytest.mark.parametrize("share", [0.1, 0.3, 0.6, 0.95])
+def test_model_counter_calls_grow_with_the_log_of_the_turns(turns: int, share: float) -> None:
+    cold, cold_sent, warm, warm_sent = calls_for(turns, share)
+    history = 1 + 5 * turns
+    assert cold <= 7  # a guess, its correction, a short gallop and bisection
+    assert warm <= 3
+    assert cold_sent <= 3 * history  # never the quadratic cost of counting every suffix
+    assert warm_sent <= 2 * history
 
 
 def test_model_counter_caches_turns_across_calls() -> None:

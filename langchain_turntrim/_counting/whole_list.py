@@ -13,6 +13,7 @@ from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.cache import DEFAULT_CACHE_SIZE, LRU
 from langchain_turntrim._counting.keys import message_key
 from langchain_turntrim._counting.tools import tool_messages
+from langchain_turntrim._stable import candidates
 
 __all__ = ["WholeListCounter"]
 
@@ -46,6 +47,10 @@ class WholeListCounter:
         self.function = function
         self.label = label or repr(function)
         self._cache = LRU(maxsize)
+        # The last measured ratio of its counts to the approximate counter's:
+        # where the next search starts (it changes how many calls a plan
+        # makes, never which turns it keeps).
+        self.ratio = 1.0
 
     @property
     def maxsize(self) -> int:
@@ -84,74 +89,153 @@ class WholeListCounter:
     ) -> TrimPlan:
         """Plan with a counter that only sees whole, valid conversations.
 
-        Each turn is counted alone (it starts with a user message); the system
-        messages are priced as ``count(systems + newest turn) - count(newest
-        turn)``; a per-request constant is estimated from the two newest turns
-        counted together. Messages before the first user message belong to no
-        turn, are never sent and count 0. The kept list (systems first, then the
-        kept turns) is then counted once: while it exceeds the budget, the oldest
-        kept turn is dropped, so the budget holds even for a non-additive counter
-        (``trim_to``'s stable cut is chosen on the estimate, before that check).
-        Messages sent per plan: about three times the history, never quadratic
-        for an additive counter.
+        Every list counted is the pinned messages followed by whole turns k..n
+        (a suffix of the history: a valid conversation), and the kept list is
+        the smallest k whose count fits, found by search: the approximate
+        counter guesses the cut, its error measured on that first count
+        corrects the guess, then the search gallops outward from it and
+        bisects. Counts are cached, and the measured error is kept for the next
+        trim: a cold trim costs 2 or 3 calls and a re-trim after an append 2
+        (measured on 10 to 80 turns); the messages sent stay within a few times
+        the kept history. The budget is exact (the kept
+        list's own count) for any counter whose counts do not grow when a turn
+        is dropped. The plan's other figures (``system_tokens``,
+        ``newest_turn_tokens``, ``tokens_before`` of a trimmed history,
+        ``start_moved``) are estimates: the approximate counter's, scaled by
+        that measured error. Messages before the first user message belong to
+        no turn, are never sent and count 0.
         """
-        # A summary (ANCHOR) is estimated as the start of its turn, then sent
-        # as the pinned message it is: every list counted starts with a human
-        # message, and the exact count of the kept list below decides.
+        # A summary (ANCHOR) is estimated as the start of its turn, and sent as
+        # the pinned message it is.
         estimated_kinds = [START if kind == ANCHOR else kind for kind in kinds]
-        systems: list[BaseMessage] = []
-        turns: list[list[BaseMessage]] = []
-        starts: list[int] = []
-        first_pinned = -1
-        for i, (message, kind) in enumerate(zip(messages, estimated_kinds, strict=True)):
-            if kind == PINNED:
-                if first_pinned < 0:
-                    first_pinned = i
-                systems.append(message)
-            elif kind == START:
-                turns.append([message])
-                starts.append(i)
-            elif turns:
-                turns[-1].append(message)
-        costs = [0] * len(messages)
-        if not turns:
+        starts = [i for i, kind in enumerate(estimated_kinds) if kind == START]
+        approximate = _ESTIMATE.count_each(messages)
+        if not starts:
+            systems = [m for m, kind in zip(messages, kinds, strict=True) if kind == PINNED]
+            costs = [0] * len(messages)
             if systems:
-                costs[first_pinned] = self.count(systems)
+                costs[kinds.index(PINNED)] = self.count(systems)
             return plan_costs(kinds, costs, max_tokens, reserved)
-        turn_counts = [self.count(turn) for turn in turns]
-        newest = turns[-1]
-        system = 0
-        if systems:
-            system = max(0, self.count(systems + newest) - turn_counts[-1])
-            costs[first_pinned] = system
-        overhead = 0
-        if len(turns) > 1:
-            pair = self.count(turns[-2] + newest)
-            overhead = max(0, min(turn_counts[-2] + turn_counts[-1] - pair, *turn_counts[-2:]))
-        for start, count in zip(starts, turn_counts, strict=True):
-            costs[start] = count - overhead
-        estimate = plan_costs(estimated_kinds, costs, max_tokens, overhead + reserved, trim_to)
-        shape = plan_costs(kinds, costs, max_tokens, overhead + reserved)
-        pinned = [messages[i] for i in shape.pinned]
-        always = set(shape.pinned)
-        first = estimate.dropped_turns
-        while first < len(turns):
-            rest = range(starts[first], len(messages))
-            kept = pinned + [messages[i] for i in rest if i not in always]
-            actual = self.count(kept) + reserved
-            if actual <= max_tokens:
-                break
-            first += 1
+        shape = plan_costs(kinds, approximate, max_tokens, reserved)
+        search = _Search(self, messages, kinds, shape.pinned, starts, approximate, reserved)
+        first = search.smallest_fitting(max_tokens)
+        self.ratio = search.ratio
+        if trim_to is not None and 0 < first < len(starts) and trim_to < max_tokens:
+            # The stable cut, on the approximate counts (a prefix-stable estimate).
+            turn_costs = [
+                sum(approximate[i] for i in range(start, end) if kinds[i] not in _PINNED)
+                for start, end in zip(starts, [*starts[1:], len(messages)], strict=True)
+            ]
+            step = max_tokens - trim_to
+            first = next((k for k, _ in candidates(turn_costs, step) if k >= first), first)
+        scaled = [round(c * search.ratio) for c in approximate]
+        estimate = plan_costs(estimated_kinds, scaled, max_tokens, reserved, trim_to)
+        if first < len(starts):
+            after = search.count(first)
+            dropped = (i for i in range(starts[first]) if kinds[i] not in _PINNED)
+            before = search.count(0) if first == 0 else after + sum(scaled[i] for i in dropped)
         else:
-            pinned_only = self.count(pinned) if len(pinned) > len(systems) else system + overhead
-            actual = pinned_only + reserved
+            after = search.pinned_only()
+            before = estimate.tokens_before
         return dataclasses.replace(
             estimate,
             keep_from=starts[first] if first < len(starts) else len(messages),
             pinned=shape.pinned,
             dropped_turns=first,
-            tokens_after=actual,
+            tokens_before=max(before, after),
+            tokens_after=after,
         )
 
     def __repr__(self) -> str:
         return f"WholeListCounter({self.label})"
+
+
+_PINNED = (PINNED, ANCHOR)
+
+
+class _Search:
+    """The counts of the history's suffixes (pinned messages + turns k..n), memoised."""
+
+    def __init__(
+        self,
+        counter: WholeListCounter,
+        messages: Sequence[BaseMessage],
+        kinds: Sequence[int],
+        pinned: Sequence[int],
+        starts: list[int],
+        approximate: list[int],
+        reserved: int,
+    ) -> None:
+        self.counter = counter
+        self.messages = messages
+        self.kinds = kinds
+        self.pinned = [messages[i] for i in pinned]
+        self.starts = starts
+        self.reserved = reserved
+        self.counts: dict[int, int] = {}
+        # The approximate tokens of each suffix, to guess the cut with.
+        self.approx_suffix = [0] * (len(starts) + 1)
+        pinned_approx = sum(approximate[i] for i in pinned)
+        total = 0
+        for k in range(len(starts) - 1, -1, -1):
+            end = starts[k + 1] if k + 1 < len(starts) else len(messages)
+            total += sum(approximate[i] for i in range(starts[k], end) if kinds[i] not in _PINNED)
+            self.approx_suffix[k] = pinned_approx + total
+        self.approx_suffix[len(starts)] = pinned_approx
+        self.ratio = counter.ratio
+
+    def count(self, k: int) -> int:
+        """The counter's count of the pinned messages and turns k.., plus the reserve."""
+        if k not in self.counts:
+            rest = range(self.starts[k], len(self.messages))
+            suffix = [self.messages[i] for i in rest if self.kinds[i] not in _PINNED]
+            self.counts[k] = self.counter.count(self.pinned + suffix) + self.reserved
+            if self.approx_suffix[k]:
+                self.ratio = (self.counts[k] - self.reserved) / self.approx_suffix[k]
+        return self.counts[k]
+
+    def guess(self, max_tokens: int) -> int:
+        """The smallest k whose scaled approximate count fits."""
+        room = (max_tokens - self.reserved) / self.ratio if self.ratio > 0 else float("inf")
+        n = len(self.starts)
+        return next((k for k in range(n) if self.approx_suffix[k] <= room), n - 1)
+
+    def smallest_fitting(self, max_tokens: int) -> int:
+        """The smallest k whose count fits ``max_tokens`` (``n`` when none does)."""
+        n = len(self.starts)
+        k = self.guess(max_tokens)
+        self.count(k)
+        corrected = self.guess(max_tokens)  # the guess, with the error just measured
+        if corrected != k:
+            k = corrected
+        fits = self.count(k) <= max_tokens
+        low, high = (-1, k) if fits else (k, n)  # count(low) > max_tokens >= count(high)
+        step = 1
+        while fits and high > 0:  # gallop towards older turns while they fit
+            probe = max(high - step, 0)
+            if self.count(probe) > max_tokens:
+                low = probe
+                break
+            high, step = probe, step * 2
+        while not fits and low < n - 1:  # gallop towards newer turns until one fits
+            probe = min(low + step, n - 1)
+            if self.count(probe) <= max_tokens:
+                high = probe
+                break
+            low, step = probe, step * 2
+        while high - low > 1:
+            middle = (low + high) // 2
+            if self.count(middle) <= max_tokens:
+                high = middle
+            else:
+                low = middle
+        return high
+
+    def pinned_only(self) -> int:
+        """The pinned messages' tokens when no turn fits, without sending them alone
+        (a provider may reject a request with no user message): the newest
+        turn's count with and without them."""
+        newest = self.count(len(self.starts) - 1)
+        rest = range(self.starts[-1], len(self.messages))
+        alone = self.counter.count([self.messages[i] for i in rest if self.kinds[i] not in _PINNED])
+        return max(0, newest - alone)  # the reserve is in ``newest``
