@@ -26,21 +26,22 @@ from langchain_turntrim._counting import (
     per_message,
     resolve_counter,
 )
-from langchain_turntrim._drop_in import trim_turns
-from langchain_turntrim._errors import TurnTrimOverflowError
-from langchain_turntrim._langgraph import removals, trim_update
 from langchain_turntrim._messages import TrimInput
 from langchain_turntrim._options import Mode, OnOverflow
-from langchain_turntrim._report import TrimReport
-from langchain_turntrim._trimmer import TurnTrimmer
 
 if TYPE_CHECKING:
     from langchain_turntrim._counting.tiktoken_counter import (
         EncodingUnavailableError as EncodingUnavailableError,
     )
     from langchain_turntrim._counting.tiktoken_counter import TiktokenCounter as TiktokenCounter
+    from langchain_turntrim._drop_in import trim_turns as trim_turns
+    from langchain_turntrim._errors import TurnTrimOverflowError as TurnTrimOverflowError
+    from langchain_turntrim._langgraph import removals as removals
+    from langchain_turntrim._langgraph import trim_update as trim_update
     from langchain_turntrim._middleware import TurnTrimMiddleware as TurnTrimMiddleware
     from langchain_turntrim._middleware import TurnTrimStateMiddleware as TurnTrimStateMiddleware
+    from langchain_turntrim._report import TrimReport as TrimReport
+    from langchain_turntrim._trimmer import TurnTrimmer as TurnTrimmer
 
 __version__ = "0.1.0.dev0"
 
@@ -71,10 +72,17 @@ __all__ = [
     "trim_update",
 ]
 
-# Names imported on first use: tiktoken is slow to import, and the middleware
+# Names imported on first use: the Runnable machinery (LangChain's tracers and
+# LangSmith's run trees) and tiktoken are slow to import, and the middleware
 # needs an optional extra. The middleware's names are not in __all__, so that
 # `from langchain_turntrim import *` works without the extra.
 _LAZY = {
+    "TrimReport": "langchain_turntrim._report",
+    "TurnTrimOverflowError": "langchain_turntrim._errors",
+    "TurnTrimmer": "langchain_turntrim._trimmer",
+    "removals": "langchain_turntrim._langgraph",
+    "trim_turns": "langchain_turntrim._drop_in",
+    "trim_update": "langchain_turntrim._langgraph",
     "EncodingUnavailableError": "langchain_turntrim._counting.tiktoken_counter",
     "TiktokenCounter": "langchain_turntrim._counting.tiktoken_counter",
     "TurnTrimMiddleware": "langchain_turntrim._middleware",  # [agents]

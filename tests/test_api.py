@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import subprocess
+import sys
 from typing import Any, get_args
 
 import pytest
@@ -115,3 +117,18 @@ def test_report_forwards_every_plan_figure() -> None:
     for name in figures:
         if hasattr(plan, name):
             assert getattr(report, name) == getattr(plan, name), name
+
+
+def test_importing_the_package_loads_no_runnable_machinery_nor_tiktoken() -> None:
+    code = (
+        "import sys, langchain_turntrim\n"
+        "heavy = ['tiktoken', 'langchain_core.runnables.base', 'langchain_core.tools',\n"
+        "         'langchain_core.tracers.event_stream', 'langchain']\n"
+        "print([m for m in heavy if m in sys.modules])\n"
+        "langchain_turntrim.TurnTrimmer(max_tokens=1)\n"
+        "print('langchain_core.runnables.base' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    assert out[:2] == ["[]", "True"]  # loaded on first use

@@ -7,13 +7,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
-from langchain_core.utils.function_calling import convert_to_openai_tool
 
 __all__ = ["tool_json", "tool_messages"]
 
 
 def tool_json(tool: Any) -> str:
     """A tool's schema as the JSON an OpenAI-style request carries."""
+    # Imported here: LangChain's tools module costs more to import than this package.
+    from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: PLC0415
+
     try:
         schema: Any = convert_to_openai_tool(tool)
     except (TypeError, ValueError, NotImplementedError, KeyError):  # odd provider tools
