@@ -224,9 +224,8 @@ def _finish(
     trim_to: int | None = None,
 ) -> TrimPlan:
     room = max_tokens - system
-    first, kept_cost = _first_kept(turn_costs, len(turn_costs), room, max_tokens, trim_to)
     n = len(turn_costs)
-    previous = _first_kept(turn_costs, n - 1, room, max_tokens, trim_to)[0] if n else 0
+    first, kept_cost, previous = _first_kept(turn_costs, room, max_tokens, trim_to)
     total_turns = sum(turn_costs) if first else kept_cost
     return TrimPlan(
         size=size,
@@ -247,21 +246,36 @@ def _finish(
 
 
 def _first_kept(
-    turn_costs: Sequence[int], n: int, room: int, max_tokens: int, trim_to: int | None
-) -> tuple[int, int]:
-    """The first kept turn of ``turn_costs[:n]``, and the kept turns' cost."""
+    turn_costs: Sequence[int], room: int, max_tokens: int, trim_to: int | None
+) -> tuple[int, int, int]:
+    """The first kept turn, the kept turns' cost, and the first turn the same
+    history without its newest turn would keep."""
     # Dropping the oldest turn while over budget keeps the longest run of
     # newest turns that fits; costs are non-negative, so walk back from the end.
+    n = len(turn_costs)
     kept_cost = 0
     first = n
     while first > 0 and kept_cost + turn_costs[first - 1] <= room:
         first -= 1
         kept_cost += turn_costs[first]
-    if first and trim_to is not None and trim_to < max_tokens:
-        stable = stable_first(turn_costs[:n], room, max_tokens - trim_to)
-        if stable is not None:
-            return stable, sum(turn_costs[stable:n])
-    return first, kept_cost
+    # Without the newest turn, the run can only reach further back: extend it
+    # (a step or two, not a second walk).
+    previous, previous_cost = first, kept_cost - turn_costs[n - 1] if first < n else 0
+    if first == n:
+        previous = n - 1
+    while previous > 0 and previous_cost + turn_costs[previous - 1] <= room:
+        previous -= 1
+        previous_cost += turn_costs[previous]
+    if trim_to is not None and trim_to < max_tokens:
+        step = max_tokens - trim_to
+        if first:
+            stable = stable_first(turn_costs, room, step)
+            if stable is not None:
+                first, kept_cost = stable, sum(turn_costs[stable:])
+        if previous:
+            stable = stable_first(turn_costs[: n - 1], room, step)
+            previous = previous if stable is None else stable
+    return first, kept_cost, max(previous, 0)
 
 
 def describe(index: int, message: object) -> str:
