@@ -5,6 +5,8 @@ Needs LangChain v1: ``pip install 'langchain-turntrim[agents]'``.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -28,13 +30,14 @@ from langchain_core.runnables.config import run_in_executor
 
 from langchain_turntrim._compaction import DEFAULT_KEEP_TOOL_RESULTS
 from langchain_turntrim._core import PINNED, TrimPlan
-from langchain_turntrim._counting import DEFAULT_CACHE_SIZE
+from langchain_turntrim._counting import DEFAULT_CACHE_SIZE, CalibratedCounter
+from langchain_turntrim._counting.calibrated import reported_input_tokens
 from langchain_turntrim._langgraph import remove_messages
 from langchain_turntrim._messages import message_kinds
 from langchain_turntrim._options import Mode, OnOverflow
 from langchain_turntrim._report import TrimReport, trace_extra
 from langchain_turntrim._tracing import areport_trim, report_trim
-from langchain_turntrim._trimmer import TurnTrimmer, model_budget
+from langchain_turntrim._trimmer import TurnTrimmer, model_budget, model_counter
 
 __all__ = ["TurnTrimMiddleware", "TurnTrimStateMiddleware"]
 
@@ -114,13 +117,14 @@ class TurnTrimMiddleware(_Base):
             trim_to=trim_to,
             cache_size=cache_size,
         )
+        self._sizing: _Sizing | None = None
 
     @classmethod
     def for_model(
         cls,
         chat_model: Any,
         *,
-        reserve_tokens: int = 0,
+        reserve_tokens: int | None = None,
         on_overflow: OnOverflow = "compact",
         keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS,
         trim_to: int | None = None,
@@ -129,18 +133,27 @@ class TurnTrimMiddleware(_Base):
         """A middleware sized for ``chat_model``, like ``TurnTrimmer.for_model``.
 
         The budget is ``chat_model.profile["max_input_tokens"] - reserve_tokens``
-        (reserve room for the reply); the counter is the model's exact local
-        counter where one exists (``TiktokenCounter`` for OpenAI chat models),
-        else the model itself.
+        (``None``, the default, leaves room for the reply: ``default_reserve``);
+        the counter is ``model_counter(chat_model)``: ``TiktokenCounter`` for
+        OpenAI chat models, else a ``CalibratedCounter``, which the middleware
+        feeds with the input tokens each model call reports.
+
+        When another middleware changes ``request.model`` (dynamic model
+        selection, a fallback), the call is sized for the model actually
+        called: its own budget (its profile, the same ``reserve_tokens`` rule;
+        this model's budget when it has no profile) and its own counter, kept
+        for the next calls (one calibration per model; the 8 most recent models).
         """
-        return cls(
+        middleware = cls(
             max_tokens=model_budget(chat_model, reserve_tokens),
-            token_counter=chat_model,
+            token_counter=model_counter(chat_model),
             on_overflow=on_overflow,
             keep_tool_results=keep_tool_results,
             trim_to=trim_to,
             cache_size=cache_size,
         )
+        middleware._sizing = _Sizing(chat_model, reserve_tokens)
+        return middleware
 
     @property
     def trimmer(self) -> TurnTrimmer:
@@ -185,18 +198,33 @@ class TurnTrimMiddleware(_Base):
         trimmed, report, _ = self._trim(request)
         return trimmed, report
 
+    def trimmer_for(self, model: object) -> TurnTrimmer:
+        """The trimmer a call of ``model`` is sized with: ``trimmer``, unless
+        this middleware was built by ``for_model`` for another model."""
+        sizing = self._sizing
+        if sizing is None or model is sizing.model or model is None:
+            return self._trimmer
+        return sizing.trimmer_for(model, self._trimmer)
+
     def _trim(self, request: ModelRequest[Any]) -> tuple[ModelRequest[Any], TrimReport, int]:
+        trimmed, report, tools, _ = self._trim_with(request)
+        return trimmed, report, tools
+
+    def _trim_with(
+        self, request: ModelRequest[Any]
+    ) -> tuple[ModelRequest[Any], TrimReport, int, TurnTrimmer]:
+        trimmer = self.trimmer_for(getattr(request, "model", None))
         system = _system_message(request)
         messages: list[BaseMessage] = list(request.messages)
         kinds = message_kinds(messages)  # errors name the index in request.messages
         if system is not None:
             messages, kinds = [system, *messages], [PINNED, *kinds]
-        tools = self._trimmer.counter.count_tools(request.tools)
-        report = self._trimmer.report(messages, kinds, reserved=tools)
+        tools = trimmer.counter.count_tools(request.tools)
+        report = trimmer.report(messages, kinds, reserved=tools)
         if not report.dropped and report.compaction is None:
-            return request, report, tools
+            return request, report, tools, trimmer
         kept = report.kept[1:] if system is not None else report.kept
-        return request.override(messages=cast("list[AnyMessage]", kept)), report, tools
+        return request.override(messages=cast("list[AnyMessage]", kept)), report, tools, trimmer
 
     # -- the hooks -----------------------------------------------------------
 
@@ -206,9 +234,11 @@ class TurnTrimMiddleware(_Base):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
         """Trim the request's messages (``trim_request``), then call the model."""
-        trimmed, report, tools = self._trim(request)
+        trimmed, report, tools, trimmer = self._trim_with(request)
         report_trim(report.plan, extra=_request_extra(request, report, tools))
-        return handler(trimmed)
+        response = handler(trimmed)
+        _calibrate(trimmer, trimmed, response)
+        return response
 
     async def awrap_model_call(
         self,
@@ -216,12 +246,14 @@ class TurnTrimMiddleware(_Base):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """``wrap_model_call`` for async agents (a model's counter runs in a thread)."""
-        if self._trimmer.counter.blocking:
-            trimmed, report, tools = await run_in_executor(None, self._trim, request)
+        if self.trimmer_for(getattr(request, "model", None)).counter.blocking:
+            trimmed, report, tools, trimmer = await run_in_executor(None, self._trim_with, request)
         else:
-            trimmed, report, tools = self._trim(request)
+            trimmed, report, tools, trimmer = self._trim_with(request)
         await areport_trim(report.plan, extra=_request_extra(request, report, tools))
-        return await handler(trimmed)
+        response = await handler(trimmed)
+        _calibrate(trimmer, trimmed, response)
+        return response
 
 
 class TurnTrimStateMiddleware(TurnTrimMiddleware):
@@ -288,6 +320,60 @@ class TurnTrimStateMiddleware(TurnTrimMiddleware):
             update, plan = self._state_update(messages)
         await areport_trim(plan, extra=_state_extra(update))
         return update
+
+
+def _calibrate(trimmer: TurnTrimmer, sent: ModelRequest[Any], response: Any) -> None:
+    """Feed a ``CalibratedCounter`` what was sent and the input tokens reported."""
+    counter = trimmer.counter
+    if not isinstance(counter, CalibratedCounter):
+        return
+    result = getattr(response, "result", None)
+    tokens = reported_input_tokens(result) if isinstance(result, list) else None
+    if tokens is None:
+        return
+    system = _system_message(sent)
+    messages = [system, *sent.messages] if system is not None else list(sent.messages)
+    counter.observe(messages, tokens, tools=sent.tools)
+
+
+class _Sizing:
+    """What ``for_model`` sized a middleware from, and the trimmers of the
+    other models its calls were routed to (the most recent ``MODELS``)."""
+
+    MODELS: ClassVar[int] = 8
+
+    def __init__(self, model: object, reserve_tokens: int | None) -> None:
+        self.model = model
+        self.reserve_tokens = reserve_tokens
+        self._trimmers: OrderedDict[int, tuple[object, TurnTrimmer]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def trimmer_for(self, model: object, home: TurnTrimmer) -> TurnTrimmer:
+        with self._lock:
+            entry = self._trimmers.get(id(model))
+            if entry is not None and entry[0] is model:
+                self._trimmers.move_to_end(id(model))
+                return entry[1]
+        try:
+            budget = model_budget(model, self.reserve_tokens)
+        except ValueError:  # no profile (or a window smaller than the reserve)
+            budget = home.max_tokens
+        trimmer = TurnTrimmer(
+            max_tokens=budget,
+            token_counter=model_counter(model),
+            on_overflow=home.on_overflow,
+            keep_tool_results=home.keep_tool_results,
+            trim_to=min(home.trim_to, budget) if home.trim_to is not None else None,
+            cache_size=home.cache_size,
+        )
+        with self._lock:
+            entry = self._trimmers.get(id(model))
+            if entry is None or entry[0] is not model:  # else another thread was first
+                entry = self._trimmers[id(model)] = (model, trimmer)
+            self._trimmers.move_to_end(id(model))
+            while len(self._trimmers) > self.MODELS:
+                self._trimmers.popitem(last=False)
+        return entry[1]
 
 
 def _request_extra(request: ModelRequest[Any], report: TrimReport, tools: int) -> dict[str, Any]:

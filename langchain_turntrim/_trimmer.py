@@ -19,14 +19,21 @@ from langchain_turntrim._compaction import (
     needs_compaction,
 )
 from langchain_turntrim._core import TrimPlan, check_count, check_trim_to
-from langchain_turntrim._counting import DEFAULT_CACHE_SIZE, ResolvedCounter, resolve_counter
+from langchain_turntrim._counting import (
+    DEFAULT_CACHE_SIZE,
+    CalibratedCounter,
+    ResolvedCounter,
+    TokenCounter,
+    resolve_counter,
+)
+from langchain_turntrim._counting.resolve import _local_counter_for_model
 from langchain_turntrim._errors import check_overflow
 from langchain_turntrim._messages import TrimInput, message_kinds, to_messages
 from langchain_turntrim._options import ON_OVERFLOW, OnOverflow, check_choice
 from langchain_turntrim._report import TrimReport, trace_extra
 from langchain_turntrim._tracing import areport_trim, report_trim
 
-__all__ = ["TurnTrimmer", "model_budget"]
+__all__ = ["TurnTrimmer", "default_reserve", "model_budget", "model_counter"]
 
 
 class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
@@ -108,21 +115,23 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         cls,
         chat_model: Any,
         *,
-        reserve_tokens: int = 0,
+        reserve_tokens: int | None = None,
         on_overflow: OnOverflow = "drop",
         keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS,
         trim_to: int | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> TurnTrimmer:
-        """A trimmer sized for ``chat_model``.
+        """A trimmer sized for ``chat_model``, counting without a network call.
 
         The budget is ``chat_model.profile["max_input_tokens"] - reserve_tokens``;
-        the counter is the model's exact local counter where one exists
-        (``TiktokenCounter`` for OpenAI chat models), else the model itself.
+        ``reserve_tokens=None`` (default) leaves room for the reply (see
+        ``default_reserve``), 0 reserves nothing. The counter is
+        ``model_counter(chat_model)``: ``TiktokenCounter`` for OpenAI chat
+        models, else a ``CalibratedCounter`` that learns from reported usage.
         """
         return cls(
             max_tokens=model_budget(chat_model, reserve_tokens),
-            token_counter=chat_model,
+            token_counter=model_counter(chat_model),
             on_overflow=on_overflow,
             keep_tool_results=keep_tool_results,
             trim_to=trim_to,
@@ -252,9 +261,18 @@ for _method in (TurnTrimmer._trim_in_run, TurnTrimmer._atrim_in_run):  # noqa: S
     setattr(_method, "__signature__", inspect.signature(_method))  # noqa: B010
 
 
-def model_budget(chat_model: Any, reserve_tokens: int) -> int:
-    """``chat_model.profile["max_input_tokens"] - reserve_tokens``, checked."""
-    check_count(reserve_tokens, "reserve_tokens")
+def model_counter(chat_model: Any) -> ResolvedCounter | TokenCounter:
+    """The counter ``for_model`` uses: never a network call.
+
+    OpenAI chat models count exactly with ``TiktokenCounter`` (as
+    ``get_num_tokens_from_messages`` does, without the round trip); every
+    other model gets a ``CalibratedCounter`` on the approximate counter, which
+    learns the provider's count from the usage each call reports.
+    """
+    return _local_counter_for_model(chat_model) or CalibratedCounter()
+
+
+def _window(chat_model: Any) -> int:
     profile = getattr(chat_model, "profile", None)
     limit = profile.get("max_input_tokens") if isinstance(profile, dict) else None
     if not isinstance(limit, int) or isinstance(limit, bool):
@@ -264,6 +282,30 @@ def model_budget(chat_model: Any, reserve_tokens: int) -> int:
             f"pass max_tokens explicitly (e.g. TurnTrimmer(max_tokens=..., token_counter=model))"
         )
         raise ValueError(msg)  # noqa: TRY004 - the profile lacks a value: not a type error
+    return limit
+
+
+def default_reserve(chat_model: Any) -> int:
+    """Room left for the reply when ``reserve_tokens`` is not given:
+    ``min(max_output_tokens, max_input_tokens // 4)`` from the model's
+    profile, or a quarter of ``max_input_tokens`` when it has no
+    ``max_output_tokens``."""
+    limit = _window(chat_model)
+    output = chat_model.profile.get("max_output_tokens")
+    quarter = limit // 4
+    if isinstance(output, int) and not isinstance(output, bool) and output >= 0:
+        return min(output, quarter)
+    return quarter
+
+
+def model_budget(chat_model: Any, reserve_tokens: int | None) -> int:
+    """``chat_model.profile["max_input_tokens"] - reserve_tokens``, checked
+    (``default_reserve`` when ``reserve_tokens`` is None)."""
+    if reserve_tokens is not None:
+        check_count(reserve_tokens, "reserve_tokens")
+    limit = _window(chat_model)
+    if reserve_tokens is None:
+        reserve_tokens = default_reserve(chat_model)
     budget = limit - reserve_tokens
     if budget < 0:
         msg = f"reserve_tokens ({reserve_tokens}) exceeds the model's max_input_tokens ({limit})"

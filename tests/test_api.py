@@ -68,7 +68,7 @@ def test_for_model_takes_the_model_then_keywords(function: Any) -> None:
     model, *options = parameters(function)
     assert model.name == "chat_model"
     assert all(p.kind is p.KEYWORD_ONLY for p in options)
-    assert {p.name: p.default for p in options}["reserve_tokens"] == 0
+    assert {p.name: p.default for p in options}["reserve_tokens"] is None
 
 
 def test_the_command_line_uses_the_same_option_names() -> None:

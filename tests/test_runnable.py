@@ -30,6 +30,7 @@ from pydantic import SecretStr
 from langchain_turntrim import (
     ApproximateCounter,
     CachedCounter,
+    CalibratedCounter,
     TiktokenCounter,
     TrimInput,
     TrimReport,
@@ -338,13 +339,35 @@ class CountingFake(GenericFakeChatModel):
         return 3 + sum(len(m.content) for m in messages)
 
 
-def test_for_model_uses_profile_and_model_counter() -> None:
+def test_for_model_calibrates_a_model_without_a_local_tokenizer() -> None:
     model = CountingFake(messages=iter([]), profile={"max_input_tokens": 103})
     trimmer = TurnTrimmer.for_model(model, reserve_tokens=3)
     assert trimmer.max_tokens == 100
+    assert isinstance(trimmer.counter, CalibratedCounter)
+    assert trimmer.counter.observations == 0
+
+
+def test_a_model_passed_as_token_counter_keeps_its_own_counting() -> None:
+    model = CountingFake(messages=iter([]), profile={"max_input_tokens": 103})
+    trimmer = TurnTrimmer(max_tokens=100, token_counter=model)
     kept = trimmer.invoke(HISTORY)
     assert ids(kept) == ["s0", "u2", "a2"]
     assert model.get_num_tokens_from_messages(kept) <= 100
+
+
+@pytest.mark.parametrize(
+    ("profile", "reserve", "budget"),
+    [
+        ({"max_input_tokens": 1000, "max_output_tokens": 100}, None, 900),
+        ({"max_input_tokens": 1000, "max_output_tokens": 600}, None, 750),
+        ({"max_input_tokens": 1000}, None, 750),
+        ({"max_input_tokens": 1000, "max_output_tokens": 600}, 0, 1000),
+        ({"max_input_tokens": 1000, "max_output_tokens": 100}, 10, 990),
+    ],
+)
+def test_for_model_reserves_room_for_the_reply(profile: Any, reserve: Any, budget: int) -> None:
+    model = CountingFake(messages=iter([]), profile=profile)
+    assert TurnTrimmer.for_model(model, reserve_tokens=reserve).max_tokens == budget
 
 
 def test_for_model_openai_uses_tiktoken(tiktoken_cache: Any) -> None:

@@ -13,6 +13,7 @@ from langchain_turntrim._core import check_count
 from langchain_turntrim._counting.additive import AdditiveCounter, Uncached
 from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.cache import DEFAULT_CACHE_SIZE, CachedCounter
+from langchain_turntrim._counting.calibrated import CalibratedCounter
 from langchain_turntrim._counting.functions import per_message
 from langchain_turntrim._counting.protocol import ResolvedCounter, TokenCounter
 from langchain_turntrim._counting.whole_list import WholeListCounter
@@ -44,7 +45,8 @@ def resolve_counter(token_counter: object, cache_size: int = DEFAULT_CACHE_SIZE)
 
     Accepted: ``"approximate"``; ``"tiktoken:MODEL"`` / ``"tiktoken:ENCODING"``
     (a ``TiktokenCounter``); a ``TokenCounter`` (wrapped in a ``CachedCounter``
-    unless ``cache_size`` is 0 or it already is one); a ``WholeListCounter``;
+    unless ``cache_size`` is 0 or it already is one; a ``CalibratedCounter``
+    is never wrapped: its counts change as it learns); a ``WholeListCounter``;
     an OpenAI chat model (counted exactly and locally by ``TiktokenCounter``);
     any other object with ``get_num_tokens_from_messages``;
     ``count_tokens_approximately``; any other callable, by the annotation rule
@@ -54,6 +56,8 @@ def resolve_counter(token_counter: object, cache_size: int = DEFAULT_CACHE_SIZE)
     check_count(cache_size, "cache_size")
     counter = _expand(token_counter, cache_size)
     if isinstance(counter, (CachedCounter, WholeListCounter, ApproximateCounter)):
+        return counter
+    if isinstance(counter, CalibratedCounter):  # its counts change as it learns: never cached
         return counter
     if isinstance(counter, TokenCounter):
         check_count(counter.overhead, f"{type(counter).__name__}.overhead")

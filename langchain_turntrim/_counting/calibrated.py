@@ -1,0 +1,365 @@
+"""``CalibratedCounter``: a local estimate scaled to what a provider reports.
+
+For models without a local tokenizer (Anthropic, Gemini, Bedrock, Mistral,
+local and OpenAI-compatible servers) the only exact count is the one the
+provider reports after the call (``usage_metadata["input_tokens"]``). This
+counter learns, from those reports, how a base counter's estimate maps onto
+the provider's count, and plans with the mapped estimate.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import threading
+from collections import deque
+from collections.abc import Sequence
+from typing import Any, Final, NamedTuple
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
+
+from langchain_turntrim._core import TrimPlan, check_count, plan_costs
+from langchain_turntrim._counting.additive import AdditiveCounter, checked_counts
+from langchain_turntrim._counting.approximate import ApproximateCounter
+from langchain_turntrim._counting.cache import CachedCounter
+from langchain_turntrim._counting.protocol import TokenCounter
+
+__all__ = ["CalibratedCounter", "Calibration", "CalibrationCallback", "reported_input_tokens"]
+
+#: Calls seen before the warm-up margin is lifted.
+DEFAULT_WARMUP: Final = 8
+#: The margin estimates carry during the warm-up, and the most they ever carry.
+DEFAULT_MARGIN: Final = 0.15
+#: Observations the fit is made on (the newest ones).
+WINDOW: Final = 64
+#: Observations whose worst under-estimate sets the margin after the warm-up.
+RECENT: Final = 16
+_HUBER: Final = 1.5
+_ROUNDS: Final = 4
+
+
+class Calibration(NamedTuple):
+    """One state of a ``CalibratedCounter``: ``reported ≈ (ratio * base_tokens
+    + per_message * n_messages + per_request) * (1 + margin)``."""
+
+    ratio: float
+    per_message: float
+    per_request: float
+    margin: float
+    observations: int
+
+
+class CalibratedCounter(AdditiveCounter):
+    """An additive counter that learns what a provider really counts.
+
+    Every ``observe(messages, input_tokens, tools)`` records one model call:
+    the base counter's tokens of what was sent (messages and tool schemas),
+    the number of messages, and what the provider reported. Estimates are a
+    robust linear fit ``reported ≈ ratio * base + per_message * n +
+    per_request`` over the newest 64 calls (Huber-weighted least squares,
+    pulled gently towards the plain ratio, so a few calls are enough and an odd
+    report does not move it far). The per-message and per-request terms catch
+    framing that the base counter does not price (a provider's role tokens,
+    its prompt template), so short and long messages are both right; with
+    fewer than three calls the fit is the median ratio alone.
+
+    Estimates carry a margin: ``margin`` (15% by default) until ``warmup``
+    calls (8) have been seen; after that, the largest under-estimate among the
+    16 newest calls (0 when the fit never under-estimated them), never more
+    than ``margin``. Before any call, the estimate is the base count plus the
+    warm-up margin.
+
+    Thread-safe: observations take a lock; counts read one immutable state,
+    so a plan never mixes two calibrations. Nothing caches calibrated counts
+    (``resolve_counter`` never wraps this counter in a ``CachedCounter``); the
+    base counter's own counts are cached when it is an exact counter.
+
+    Args:
+        base: ``"approximate"`` (default), an ``AdditiveCounter`` or any
+            ``TokenCounter`` (wrapped in a ``CachedCounter``).
+        warmup: Calls observed before the warm-up margin is lifted.
+        margin: The warm-up margin, and the cap of the later one (a fraction).
+    """
+
+    def __init__(
+        self,
+        base: object = "approximate",
+        *,
+        warmup: int = DEFAULT_WARMUP,
+        margin: float = DEFAULT_MARGIN,
+    ) -> None:
+        self.base = _additive(base)
+        self.warmup = check_count(warmup, "warmup")
+        if isinstance(margin, bool) or not isinstance(margin, (int, float)):
+            msg = f"margin must be a number, got {type(margin).__name__}"
+            raise TypeError(msg)
+        if not 0 <= margin <= 1:
+            msg = f"margin must be between 0 and 1, got {margin!r}"
+            raise ValueError(msg)
+        self.max_margin = float(margin)
+        self._lock = threading.Lock()
+        self._seen: deque[tuple[float, int, int]] = deque(maxlen=WINDOW)
+        self._state = Calibration(1.0, 0.0, 0.0, self.max_margin, 0)
+
+    # -- the state -----------------------------------------------------------
+
+    @property
+    def calibration(self) -> Calibration:
+        """The current state (one immutable snapshot)."""
+        return self._state
+
+    @property
+    def ratio(self) -> float:
+        """Provider tokens per base token, as currently fitted."""
+        return self._state.ratio
+
+    @property
+    def observations(self) -> int:
+        """Calls observed so far."""
+        return self._state.observations
+
+    @property
+    def margin(self) -> float:
+        """The safety margin estimates currently carry (a fraction)."""
+        return self._state.margin
+
+    # -- learning ------------------------------------------------------------
+
+    def observe(
+        self,
+        messages: Sequence[BaseMessage],
+        input_tokens: int,
+        tools: Sequence[Any] | None = None,
+    ) -> int:
+        """Record one model call: ``messages`` and ``tools`` were sent and the
+        provider reported ``input_tokens``. Returns this counter's estimate of
+        that request from before the observation (what the plan used)."""
+        check_count(input_tokens, "input_tokens")
+        state = self._state
+        base_each = checked_counts(self.base.count_each(messages), messages, self.base)
+        base = self.base.overhead + sum(base_each) + (self.base.count_tools(tools) if tools else 0)
+        estimate = _estimate(state, base, len(messages))
+        with self._lock:
+            self._seen.append((float(base), len(messages), input_tokens))
+            self._state = _fit(
+                list(self._seen), self._state.observations + 1, self.warmup, self.max_margin
+            )
+        return estimate
+
+    def callback(self) -> CalibrationCallback:
+        """A callback handler feeding this counter from a chat model's calls
+        (``chain.invoke(..., config={"callbacks": [counter.callback()]})``)."""
+        return CalibrationCallback(self)
+
+    # -- counting ------------------------------------------------------------
+
+    @property
+    def overhead(self) -> int:
+        return _overhead(self._state, self.base.overhead)
+
+    def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+        return _each(self._state, self.base.count_each(messages))
+
+    def plan(
+        self,
+        messages: Sequence[BaseMessage],
+        kinds: Sequence[int],
+        max_tokens: int,
+        *,
+        reserved: int = 0,
+        trim_to: int | None = None,
+    ) -> TrimPlan:
+        state = self._state
+        costs = checked_counts(_each(state, self.base.count_each(messages)), messages, self)
+        overhead = _overhead(state, self.base.overhead) + reserved
+        return plan_costs(kinds, costs, max_tokens, overhead, trim_to)
+
+    def count(self, messages: Sequence[BaseMessage]) -> int:
+        state = self._state
+        each = checked_counts(_each(state, self.base.count_each(messages)), messages, self)
+        return _overhead(state, self.base.overhead) + sum(each)
+
+    def count_tools(self, tools: Sequence[Any]) -> int:
+        if not tools:
+            return 0
+        state = self._state
+        return math.ceil(state.ratio * self.base.count_tools(tools) * (1 + state.margin))
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        s = self._state
+        return (
+            f"CalibratedCounter({self.base!r}, ratio={s.ratio:.3f}, "
+            f"observations={s.observations}, margin={s.margin:.3f})"
+        )
+
+
+def _additive(base: object) -> AdditiveCounter:
+    if base == "approximate":
+        return ApproximateCounter()
+    if isinstance(base, CalibratedCounter):
+        msg = "CalibratedCounter cannot calibrate another CalibratedCounter"
+        raise TypeError(msg)
+    if isinstance(base, AdditiveCounter):
+        return base
+    if isinstance(base, TokenCounter):
+        return CachedCounter(base)
+    msg = (
+        "CalibratedCounter needs an additive base counter ('approximate', an "
+        f"AdditiveCounter or a TokenCounter), got {type(base).__name__} {base!r:.80}"
+    )
+    raise TypeError(msg)
+
+
+def _each(state: Calibration, base: Sequence[int]) -> list[int]:
+    scale = 1 + state.margin
+    ratio, per_message = state.ratio, state.per_message
+    return [max(0, math.ceil((ratio * b + per_message) * scale)) for b in base]
+
+
+def _overhead(state: Calibration, base: int) -> int:
+    return max(0, math.ceil((state.ratio * base + state.per_request) * (1 + state.margin)))
+
+
+def _estimate(state: Calibration, base: float, n: int) -> int:
+    fitted = state.ratio * base + state.per_message * n + state.per_request
+    return max(0, math.ceil(fitted * (1 + state.margin)))
+
+
+def _fit(
+    seen: list[tuple[float, int, int]], observations: int, warmup: int, max_margin: float
+) -> Calibration:
+    """The Huber-weighted fit of ``reported ≈ a * base + b * n + c`` over ``seen``."""
+    ratios = [y / x for x, _, y in seen if x > 0]
+    prior = statistics.median(ratios) if ratios else 1.0
+    a, b, c = prior, 0.0, 0.0
+    if len(seen) >= 3:  # noqa: PLR2004 - three parameters
+        weights = [1.0] * len(seen)
+        for _ in range(_ROUNDS):
+            solved = _solve(seen, weights, prior)
+            if solved is None:
+                break
+            a, b, c = solved
+            residuals = [y - (a * x + b * n + c) for x, n, y in seen]
+            scale = 1.4826 * statistics.median(abs(r) for r in residuals)
+            if scale <= 0:
+                break
+            weights = [min(1.0, _HUBER * scale / abs(r)) if r else 1.0 for r in residuals]
+        if a <= 0:
+            a, b, c = prior, 0.0, 0.0
+    c = max(0.0, c)
+    margin = max_margin
+    if observations >= warmup:
+        worst = 0.0
+        for x, n, y in seen[-RECENT:]:
+            fitted = a * x + b * n + c
+            if fitted > 0:
+                worst = max(worst, y / fitted - 1)
+        margin = min(max_margin, worst)
+    return Calibration(a, b, c, margin, observations)
+
+
+def _solve(
+    seen: list[tuple[float, int, int]], weights: list[float], prior: float
+) -> tuple[float, float, float] | None:
+    """Weighted least squares, with a light ridge towards ``(prior, 0, 0)``."""
+    rows = [(x, float(n), 1.0) for x, n, _ in seen]
+    m = [[0.0] * 3 for _ in range(3)]
+    v = [0.0] * 3
+    for (row, (_, _, y)), w in zip(zip(rows, seen, strict=True), weights, strict=True):
+        for i in range(3):
+            v[i] += w * row[i] * y
+            for j in range(3):
+                m[i][j] += w * row[i] * row[j]
+    target = (prior, 0.0, 0.0)
+    for i in range(3):
+        ridge = 1e-3 * (m[i][i] or 1.0)
+        m[i][i] += ridge
+        v[i] += ridge * target[i]
+    return _gauss(m, v)
+
+
+def _gauss(m: list[list[float]], v: list[float]) -> tuple[float, float, float] | None:
+    size = len(v)
+    for col in range(size):
+        pivot = max(range(col, size), key=lambda r: abs(m[r][col]))
+        if abs(m[pivot][col]) < 1e-12:  # noqa: PLR2004 - singular
+            return None
+        m[col], m[pivot] = m[pivot], m[col]
+        v[col], v[pivot] = v[pivot], v[col]
+        for r in range(col + 1, size):
+            f = m[r][col] / m[col][col]
+            for k in range(col, size):
+                m[r][k] -= f * m[col][k]
+            v[r] -= f * v[col]
+    out = [0.0] * size
+    for r in reversed(range(size)):
+        out[r] = (v[r] - sum(m[r][k] * out[k] for k in range(r + 1, size))) / m[r][r]
+    return out[0], out[1], out[2]
+
+
+def reported_input_tokens(messages: Sequence[Any]) -> int | None:
+    """The ``usage_metadata["input_tokens"]`` of the last AI message that has one."""
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and message.usage_metadata:
+            tokens = message.usage_metadata.get("input_tokens")
+            if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
+                return tokens
+    return None
+
+
+class CalibrationCallback(BaseCallbackHandler):
+    """Feeds a ``CalibratedCounter`` from chat model runs in LCEL chains.
+
+    Pairs each run's ``on_chat_model_start`` messages (and the tools in its
+    invocation parameters) with the ``usage_metadata`` its ``on_llm_end``
+    reports, by run id, and calls ``observe``. Runs without reported usage
+    are ignored. Thread-safe.
+    """
+
+    def __init__(self, counter: CalibratedCounter) -> None:
+        if not isinstance(counter, CalibratedCounter):
+            msg = f"CalibrationCallback needs a CalibratedCounter, got {type(counter).__name__}"
+            raise TypeError(msg)
+        self.counter = counter
+        self._pending: dict[UUID, tuple[list[list[BaseMessage]], Any]] = {}
+        self._lock = threading.Lock()
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],  # noqa: ARG002 - LangChain's hook signature
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        **kwargs: Any,
+    ) -> None:
+        params = kwargs.get("invocation_params") or {}
+        with self._lock:
+            self._pending[run_id] = (messages, params.get("tools"))
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:  # noqa: ARG002
+        with self._lock:
+            sent = self._pending.pop(run_id, None)
+        if sent is None:
+            return
+        prompts, tools = sent
+        for messages, generations in zip(prompts, response.generations, strict=False):
+            replies = [g.message for g in generations if isinstance(g, ChatGeneration)]
+            tokens = reported_input_tokens(replies[:1])
+            if tokens is not None:
+                self.counter.observe(messages, tokens, tools=tools)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:  # noqa: ARG002
+        with self._lock:
+            self._pending.pop(run_id, None)
