@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from benchmarks import long_turns, memory, scenarios, stable_prefix
+from benchmarks import calibration, long_turns, memory, scenarios, stable_prefix
 from benchmarks.conversations import make_source
 from benchmarks.encoding import REPO_ROOT, load_exact_encoding
 from benchmarks.report import Row, markdown_table, write_json
@@ -30,6 +30,7 @@ SCENARIOS: Final[dict[str, tuple[Scenario, bool]]] = {
     "cache": (memory.cache, True),
     "long-turns": (long_turns.long_turns, False),
     "stable-prefix": (stable_prefix.stable_prefix, False),
+    "calibration": (calibration.calibration, False),
 }
 MIN_REPEATS: Final = 5
 DEFAULT_REPEATS: Final = 7

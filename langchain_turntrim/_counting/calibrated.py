@@ -35,8 +35,6 @@ DEFAULT_WARMUP: Final = 8
 DEFAULT_MARGIN: Final = 0.15
 #: Observations the fit is made on (the newest ones).
 WINDOW: Final = 64
-#: Observations whose worst under-estimate sets the margin after the warm-up.
-RECENT: Final = 16
 _HUBER: Final = 1.5
 _ROUNDS: Final = 4
 
@@ -67,8 +65,8 @@ class CalibratedCounter(AdditiveCounter):
     fewer than three calls the fit is the median ratio alone.
 
     Estimates carry a margin: ``margin`` (15% by default) until ``warmup``
-    calls (8) have been seen; after that, the largest under-estimate among the
-    16 newest calls (0 when the fit never under-estimated them), never more
+    calls (8) have been seen; after that, the fit's largest under-estimate of
+    the calls it was fitted on (0 when it under-estimated none), never more
     than ``margin``. Before any call, the estimate is the base count plus the
     warm-up margin.
 
@@ -245,24 +243,15 @@ def _fit(
     prior = statistics.median(ratios) if ratios else 1.0
     a, b, c = prior, 0.0, 0.0
     if len(seen) >= 3:  # noqa: PLR2004 - three parameters
-        weights = [1.0] * len(seen)
-        for _ in range(_ROUNDS):
-            solved = _solve(seen, weights, prior)
-            if solved is None:
-                break
-            a, b, c = solved
-            residuals = [y - (a * x + b * n + c) for x, n, y in seen]
-            scale = 1.4826 * statistics.median(abs(r) for r in residuals)
-            if scale <= 0:
-                break
-            weights = [min(1.0, _HUBER * scale / abs(r)) if r else 1.0 for r in residuals]
+        a, b, c = _robust(seen, prior, intercept=True)
+        if c < 0:  # a negative constant cannot be planned with: fit without one
+            a, b, c = _robust(seen, prior, intercept=False)
         if a <= 0:
             a, b, c = prior, 0.0, 0.0
-    c = max(0.0, c)
     margin = max_margin
     if observations >= warmup:
         worst = 0.0
-        for x, n, y in seen[-RECENT:]:
+        for x, n, y in seen:
             fitted = a * x + b * n + c
             if fitted > 0:
                 worst = max(worst, y / fitted - 1)
@@ -270,27 +259,50 @@ def _fit(
     return Calibration(a, b, c, margin, observations)
 
 
+def _robust(
+    seen: list[tuple[float, int, int]], prior: float, *, intercept: bool
+) -> tuple[float, float, float]:
+    """Huber-weighted (iteratively reweighted) least squares, with or without ``c``."""
+    a, b, c = prior, 0.0, 0.0
+    weights = [1.0] * len(seen)
+    for _ in range(_ROUNDS):
+        solved = _solve(seen, weights, prior, intercept=intercept)
+        if solved is None:
+            break
+        a, b, c = solved
+        residuals = [y - (a * x + b * n + c) for x, n, y in seen]
+        scale = 1.4826 * statistics.median(abs(r) for r in residuals)
+        if scale <= 0:
+            break
+        weights = [min(1.0, _HUBER * scale / abs(r)) if r else 1.0 for r in residuals]
+    return a, b, c
+
+
 def _solve(
-    seen: list[tuple[float, int, int]], weights: list[float], prior: float
+    seen: list[tuple[float, int, int]], weights: list[float], prior: float, *, intercept: bool
 ) -> tuple[float, float, float] | None:
     """Weighted least squares, with a light ridge towards ``(prior, 0, 0)``."""
-    rows = [(x, float(n), 1.0) for x, n, _ in seen]
-    m = [[0.0] * 3 for _ in range(3)]
-    v = [0.0] * 3
-    for (row, (_, _, y)), w in zip(zip(rows, seen, strict=True), weights, strict=True):
-        for i in range(3):
+    size = 3 if intercept else 2
+    m = [[0.0] * size for _ in range(size)]
+    v = [0.0] * size
+    for (x, n, y), w in zip(seen, weights, strict=True):
+        row = (x, float(n), 1.0)
+        for i in range(size):
             v[i] += w * row[i] * y
-            for j in range(3):
+            for j in range(size):
                 m[i][j] += w * row[i] * row[j]
     target = (prior, 0.0, 0.0)
-    for i in range(3):
+    for i in range(size):
         ridge = 1e-3 * (m[i][i] or 1.0)
         m[i][i] += ridge
         v[i] += ridge * target[i]
-    return _gauss(m, v)
+    solved = _gauss(m, v)
+    if solved is None:
+        return None
+    return solved[0], solved[1], solved[2] if intercept else 0.0
 
 
-def _gauss(m: list[list[float]], v: list[float]) -> tuple[float, float, float] | None:
+def _gauss(m: list[list[float]], v: list[float]) -> list[float] | None:
     size = len(v)
     for col in range(size):
         pivot = max(range(col, size), key=lambda r: abs(m[r][col]))
@@ -306,7 +318,7 @@ def _gauss(m: list[list[float]], v: list[float]) -> tuple[float, float, float] |
     out = [0.0] * size
     for r in reversed(range(size)):
         out[r] = (v[r] - sum(m[r][k] * out[k] for k in range(r + 1, size))) / m[r][r]
-    return out[0], out[1], out[2]
+    return out
 
 
 def reported_input_tokens(messages: Sequence[Any]) -> int | None:
