@@ -32,6 +32,7 @@ from langchain_core.tools import tool
 from langchain_turntrim import (
     ApproximateCounter,
     CachedCounter,
+    CalibratedCounter,
     ResolvedCounter,
     TiktokenCounter,
     TokenCounter,
@@ -66,6 +67,15 @@ def model() -> CountingChatModel:
     return CountingChatModel(messages=iter([]))
 
 
+def calibrated() -> CalibratedCounter:
+    """A CalibratedCounter past its warm-up, counting a third more than its base."""
+    counter = CalibratedCounter(warmup=2)
+    for size in (100, 400, 1_600):
+        sent = [HumanMessage("x" * size), AIMessage("y" * size)]
+        counter.observe(sent, 4 * ApproximateCounter().count(sent) // 3)
+    return counter
+
+
 @dataclass(frozen=True)
 class Case:
     """A counter to hold to the contract.
@@ -93,6 +103,7 @@ COUNTERS = {
     "cached-tiktoken": Case(lambda: CachedCounter(TiktokenCounter("gpt-4"))),
     "cached-per_message": Case(lambda: CachedCounter(per_message(text_length), maxsize=4)),
     "model": Case(lambda: resolve_counter(model()), additive=False, blocking=True),
+    "calibrated": Case(calibrated),
 }
 
 #: What ``resolve_counter`` makes of everything ``token_counter=`` accepts.
@@ -114,6 +125,7 @@ RESOLVED = {
     "list-function": Case(lambda: resolve_counter(texts_length), additive=False, blocking=True),
     "len": Case(lambda: resolve_counter(len), additive=False, blocking=True),
     "model": Case(lambda: resolve_counter(model()), additive=False, blocking=True),
+    "CalibratedCounter": Case(lambda: resolve_counter(calibrated())),
 }
 
 
