@@ -20,7 +20,6 @@ from langchain_turntrim._counting import (
     ApproximateCounter,
     CachedCounter,
     CalibratedCounter,
-    CalibrationCallback,
     ResolvedCounter,
     TokenCounter,
     WholeListCounter,
@@ -32,6 +31,9 @@ from langchain_turntrim._messages import TrimInput
 from langchain_turntrim._options import Mode, OnOverflow
 
 if TYPE_CHECKING:
+    from langchain_turntrim._counting.callback import (
+        CalibrationCallback as CalibrationCallback,
+    )
     from langchain_turntrim._counting.tiktoken_counter import (
         EncodingUnavailableError as EncodingUnavailableError,
     )
@@ -81,6 +83,7 @@ __all__ = [
 # needs an optional extra. The middleware's names are not in __all__, so that
 # `from langchain_turntrim import *` works without the extra.
 _LAZY = {
+    "CalibrationCallback": "langchain_turntrim._counting.callback",
     "TrimReport": "langchain_turntrim._report",
     "TurnTrimOverflowError": "langchain_turntrim._errors",
     "TurnTrimmer": "langchain_turntrim._trimmer",

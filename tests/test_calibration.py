@@ -31,6 +31,7 @@ from langchain_turntrim import (
     ApproximateCounter,
     CachedCounter,
     CalibratedCounter,
+    CalibrationCallback,
     TurnTrimmer,
     resolve_counter,
 )
@@ -184,6 +185,11 @@ def test_state_survives_pickling() -> None:
             lambda: CalibratedCounter(margin="0.1"),  # type: ignore[arg-type]
             TypeError,
             "margin must be a number",
+        ),
+        (
+            lambda: CalibrationCallback(ApproximateCounter()),  # type: ignore[arg-type]
+            TypeError,
+            "CalibrationCallback needs a CalibratedCounter",
         ),
         (lambda: CalibratedCounter(margin=2), ValueError, "margin must be between 0 and 1"),
         (lambda: CalibratedCounter(warmup=-1), ValueError, "warmup must be >= 0"),

@@ -5,7 +5,8 @@
 * ``additive``: planning from per-message counts, for every additive counter;
 * ``whole_list``: planning with a counter that only counts whole conversations;
 * ``approximate``, ``tiktoken_counter``, ``functions``: the built-in counters;
-* ``calibrated``: ``CalibratedCounter``, an estimate fitted to reported usage;
+* ``calibrated``, ``callback``: ``CalibratedCounter``, an estimate fitted to
+  reported usage, and the callback handler feeding it (imported on first use);
 * ``keys`` and ``cache``: ``CachedCounter`` and what its keys are made of;
 * ``tools``: tool schemas priced as messages;
 * ``resolve``: what ``token_counter=`` accepts.
@@ -17,7 +18,7 @@ tiktoken costs more than the rest of the package.
 from langchain_turntrim._counting.additive import AdditiveCounter
 from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.cache import DEFAULT_CACHE_SIZE, CachedCounter
-from langchain_turntrim._counting.calibrated import CalibratedCounter, CalibrationCallback
+from langchain_turntrim._counting.calibrated import CalibratedCounter
 from langchain_turntrim._counting.functions import per_list, per_message
 from langchain_turntrim._counting.protocol import ResolvedCounter, TokenCounter
 from langchain_turntrim._counting.resolve import resolve_counter
@@ -29,7 +30,6 @@ __all__ = [
     "ApproximateCounter",
     "CachedCounter",
     "CalibratedCounter",
-    "CalibrationCallback",
     "ResolvedCounter",
     "TokenCounter",
     "WholeListCounter",

@@ -14,12 +14,9 @@ import statistics
 import threading
 from collections import deque
 from collections.abc import Sequence
-from typing import Any, Final, NamedTuple
-from uuid import UUID
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, LLMResult
 
 from langchain_turntrim._core import TrimPlan, check_count, plan_costs
 from langchain_turntrim._counting.additive import AdditiveCounter, checked_counts
@@ -27,7 +24,10 @@ from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.cache import CachedCounter
 from langchain_turntrim._counting.protocol import TokenCounter
 
-__all__ = ["CalibratedCounter", "Calibration", "CalibrationCallback", "reported_input_tokens"]
+if TYPE_CHECKING:
+    from langchain_turntrim._counting.callback import CalibrationCallback
+
+__all__ = ["CalibratedCounter", "Calibration", "reported_input_tokens"]
 
 #: Calls seen before the warm-up margin is lifted.
 DEFAULT_WARMUP: Final = 8
@@ -150,6 +150,8 @@ class CalibratedCounter(AdditiveCounter):
     def callback(self) -> CalibrationCallback:
         """A callback handler feeding this counter from a chat model's calls
         (``chain.invoke(..., config={"callbacks": [counter.callback()]})``)."""
+        from langchain_turntrim._counting.callback import CalibrationCallback  # noqa: PLC0415
+
         return CalibrationCallback(self)
 
     # -- counting ------------------------------------------------------------
@@ -329,49 +331,3 @@ def reported_input_tokens(messages: Sequence[Any]) -> int | None:
             if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
                 return tokens
     return None
-
-
-class CalibrationCallback(BaseCallbackHandler):
-    """Feeds a ``CalibratedCounter`` from chat model runs in LCEL chains.
-
-    Pairs each run's ``on_chat_model_start`` messages (and the tools in its
-    invocation parameters) with the ``usage_metadata`` its ``on_llm_end``
-    reports, by run id, and calls ``observe``. Runs without reported usage
-    are ignored. Thread-safe.
-    """
-
-    def __init__(self, counter: CalibratedCounter) -> None:
-        if not isinstance(counter, CalibratedCounter):
-            msg = f"CalibrationCallback needs a CalibratedCounter, got {type(counter).__name__}"
-            raise TypeError(msg)
-        self.counter = counter
-        self._pending: dict[UUID, tuple[list[list[BaseMessage]], Any]] = {}
-        self._lock = threading.Lock()
-
-    def on_chat_model_start(
-        self,
-        serialized: dict[str, Any],  # noqa: ARG002 - LangChain's hook signature
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        **kwargs: Any,
-    ) -> None:
-        params = kwargs.get("invocation_params") or {}
-        with self._lock:
-            self._pending[run_id] = (messages, params.get("tools"))
-
-    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:  # noqa: ARG002
-        with self._lock:
-            sent = self._pending.pop(run_id, None)
-        if sent is None:
-            return
-        prompts, tools = sent
-        for messages, generations in zip(prompts, response.generations, strict=False):
-            replies = [g.message for g in generations if isinstance(g, ChatGeneration)]
-            tokens = reported_input_tokens(replies[:1])
-            if tokens is not None:
-                self.counter.observe(messages, tokens, tools=tools)
-
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:  # noqa: ARG002
-        with self._lock:
-            self._pending.pop(run_id, None)
