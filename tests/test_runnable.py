@@ -381,6 +381,24 @@ def test_for_model_openai_uses_tiktoken(tiktoken_cache: Any) -> None:
     assert isinstance(trimmer.counter.counter, TiktokenCounter)
 
 
+def test_openai_compatible_model_of_another_tokenizer_keeps_its_own_counter(
+    tiktoken_cache: Any,
+) -> None:
+    """An unknown model name on ChatOpenAI is not counted with a guessed cl100k_base."""
+    from langchain_openai import ChatOpenAI
+
+    from langchain_turntrim import resolve_counter
+    from langchain_turntrim._counting.whole_list import WholeListCounter
+
+    model = ChatOpenAI(model="deepseek-chat", base_url="http://localhost:9", api_key=SecretStr("k"))
+    counter = resolve_counter(model)
+    assert isinstance(counter, WholeListCounter)
+    assert "get_num_tokens_from_messages" in repr(counter)
+    known = resolve_counter(ChatOpenAI(model="gpt-4", api_key=SecretStr("sk-test")))
+    assert isinstance(known, CachedCounter)
+    assert known.counter == TiktokenCounter("gpt-4")
+
+
 @pytest.mark.parametrize(
     ("profile", "reserve", "error", "fragment"),
     [

@@ -406,7 +406,7 @@ def test_missing_encoding_offline_says_how_to_provide_it(kwargs: dict[str, Any],
         "gpt-3.5-turbo-0301",
         "text-davinci-003",
         "ft:gpt-4o-mini:org::abc",
-        "claude-3-5-sonnet",
+        "ft:gpt-4-0613:org:custom:id",
     ],
 )
 def test_model_picks_encoding_and_constants_like_chat_openai(
@@ -433,3 +433,50 @@ def test_model_picks_encoding_and_constants_like_chat_openai(
         assert (ours.tokens_per_message, ours.tokens_per_name) == (3, 1)
     else:
         assert sum(ours.count_each(messages)) + ours.overhead == expected
+
+
+@pytest.mark.parametrize(
+    ("model", "closest"),
+    [
+        ("gpt4o", "'gpt-4o'"),
+        ("claude-3-5-sonnet", None),
+        ("deepseek-chat", None),
+        ("ft:my-base:org::id", None),
+        ("ft:gtp-4o:org::id", None),
+    ],
+)
+def test_unknown_model_is_an_error_not_a_guess(model: str, closest: str | None) -> None:
+    with pytest.raises(ValueError, match="unknown OpenAI model") as info:
+        TiktokenCounter(model)
+    message = str(info.value)
+    assert repr(model) in message
+    assert "encoding=" in message
+    assert not isinstance(info.value, EncodingUnavailableError)
+    if closest is not None:
+        assert f"closest known: {closest}" in message
+
+
+def test_unknown_model_suggestions_come_from_known_names() -> None:
+    with pytest.raises(ValueError, match="closest known") as info:
+        TiktokenCounter("gpt-3.5-trubo")
+    assert "'gpt-3.5-turbo'" in str(info.value)
+    with pytest.raises(ValueError, match="unknown OpenAI model") as far:
+        TiktokenCounter("zzzzzz")
+    assert "closest known" not in str(far.value)
+
+
+def test_unmapped_fine_tune_gets_its_base_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fine-tune's base picks the encoding: ChatOpenAI guesses cl100k_base for
+    ``ft:gpt-5-mini``, whose base (gpt-5-mini) uses o200k_base."""
+    asked: list[str] = []
+    real = enc()
+
+    def fake_get_encoding(name: str) -> tiktoken.Encoding:
+        asked.append(name)
+        return real
+
+    monkeypatch.setattr(tiktoken, "get_encoding", fake_get_encoding)
+    monkeypatch.setattr(tiktoken.model, "get_encoding", fake_get_encoding)
+    TiktokenCounter("ft:gpt-5-mini:org::x")
+    ChatOpenAI(model="ft:gpt-5-mini:org::x", api_key=SecretStr("sk-test"))._get_encoding_model()
+    assert asked == ["o200k_base", "cl100k_base"]

@@ -119,7 +119,9 @@ def _local_counter_for_model(model: object) -> TokenCounter | None:
     OpenAI chat models (``langchain_openai.BaseChatOpenAI`` and subclasses)
     count with tiktoken; ``TiktokenCounter`` gives the same numbers without
     a provider round trip. A model with a custom ``custom_get_token_ids``
-    keeps its own counting.
+    keeps its own counting, and so does one whose model name tiktoken and
+    ``TiktokenCounter`` do not know (an OpenAI-compatible server's
+    ``deepseek-chat``, say): its tokenizer is not OpenAI's.
     """
     if not type(model).__module__.startswith("langchain_openai"):
         return None
@@ -127,6 +129,14 @@ def _local_counter_for_model(model: object) -> TokenCounter | None:
 
     if not isinstance(model, BaseChatOpenAI) or model.custom_get_token_ids is not None:
         return None
-    from langchain_turntrim._counting.tiktoken_counter import TiktokenCounter  # noqa: PLC0415
+    from langchain_turntrim._counting.tiktoken_counter import (  # noqa: PLC0415
+        EncodingUnavailableError,
+        TiktokenCounter,
+    )
 
-    return TiktokenCounter(model.tiktoken_model_name or model.model_name)
+    try:
+        return TiktokenCounter(model.tiktoken_model_name or model.model_name)
+    except ValueError as exc:
+        if isinstance(exc, EncodingUnavailableError):
+            raise
+        return None

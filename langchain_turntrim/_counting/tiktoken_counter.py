@@ -8,12 +8,14 @@ without ever touching the network once its encoding is loaded.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import tiktoken
+import tiktoken.model
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -35,6 +37,8 @@ __all__ = ["EncodingUnavailableError", "TiktokenCounter"]
 DEFAULT_MODEL: Final = "gpt-4o"
 #: What every image costs (OpenAI's price for a ``"low"``-detail image).
 IMAGE_TOKENS: Final = 85
+#: Prefixes ChatOpenAI maps to ``o200k_base`` when tiktoken does not know the name.
+O200K_PREFIXES: Final = ("gpt-4o", "gpt-4.1", "gpt-5", "gpt-6")
 #: Reply priming (``<|im_start|>assistant``), counted once per request.
 REPLY_PRIMING: Final = 3
 #: What ChatOpenAI adds for a tool message's ``tool_call_id``, whatever it is.
@@ -70,13 +74,40 @@ class EncodingUnavailableError(ValueError):
 
 
 def _encoding_name_for_model(model: str) -> str:
-    """The encoding ``ChatOpenAI._get_encoding_model`` picks for ``model``."""
+    """The encoding ``ChatOpenAI._get_encoding_model`` picks for ``model``, for
+    the names it knows; ``ValueError`` (naming the closest known names) for the
+    rest, where ChatOpenAI would guess ``cl100k_base``."""
     try:
         return tiktoken.encoding_name_for_model(model)
     except KeyError:
-        if model.lower().startswith(("gpt-4o", "gpt-4.1", "gpt-5", "gpt-6")):
-            return "o200k_base"
-        return "cl100k_base"
+        pass
+    if model.lower().startswith(O200K_PREFIXES):
+        return "o200k_base"
+    if model.startswith("ft:"):  # ft:BASE:org:suffix:id, a fine-tune of BASE
+        base = model[3:].partition(":")[0]
+        if base and base != model:
+            try:
+                return _encoding_name_for_model(base)
+            except ValueError:
+                pass
+    raise ValueError(_unknown_model_message(model))
+
+
+def _known_model_names() -> list[str]:
+    exact = tiktoken.model.MODEL_TO_ENCODING
+    prefixes = [p.rstrip("-") for p in tiktoken.model.MODEL_PREFIX_TO_ENCODING if ":" not in p]
+    return sorted({*exact, *prefixes, *O200K_PREFIXES})
+
+
+def _unknown_model_message(model: str) -> str:
+    close = difflib.get_close_matches(model.lower(), _known_model_names(), n=3, cutoff=0.6)
+    hint = f" (closest known: {', '.join(map(repr, close))})" if close else ""
+    return (
+        f"unknown OpenAI model {model!r}{hint}. TiktokenCounter knows the models tiktoken "
+        f"maps, names starting with {', '.join(O200K_PREFIXES)}, and 'ft:' fine-tunes of "
+        "those; for any other model pass its encoding instead, e.g. "
+        "TiktokenCounter(encoding='o200k_base')."
+    )
 
 
 def _load_encoding(name: str) -> tiktoken.Encoding:
@@ -142,7 +173,11 @@ class TiktokenCounter(AdditiveCounter):
         model: An OpenAI model name (default ``"gpt-4o"``). Picks the encoding
             like ``ChatOpenAI``: ``tiktoken.encoding_for_model``, else
             ``o200k_base`` for ``gpt-4o``/``gpt-4.1``/``gpt-5``/``gpt-6``
-            prefixes, else ``cl100k_base``. Picks the per-message constants
+            prefixes (any case), else the encoding of a fine-tune's base model
+            (``"ft:BASE:..."``). Any other name raises ``ValueError`` naming
+            the closest known names (ChatOpenAI guesses ``cl100k_base``, which
+            miscounts a model of another tokenizer): pass ``encoding=``
+            for it. Picks the per-message constants
             like ``ChatOpenAI``: ``gpt-3.5-turbo-0301`` costs 4 tokens per
             message and -1 per name; every other model 3 and 1 (ChatOpenAI
             raises ``NotImplementedError`` for names it does not know, e.g.
