@@ -40,6 +40,7 @@ from langchain_turntrim import (
     TurnTrimmer,
     TurnTrimOverflowError,
     per_list,
+    per_message,
 )
 from langchain_turntrim._core import plan_trim
 from langchain_turntrim._counting import resolve_counter
@@ -344,13 +345,22 @@ def test_count_tools_approximate_is_langchains_own_estimate():
     assert counter.count_tools([lookup, provider_tool]) == both
 
 
-def test_count_tools_token_counter_counts_each_schema_as_a_system_message(tiktoken_cache):
+def test_count_tools_tiktoken_uses_openais_rendering_through_the_cache(tiktoken_cache):
     counter = TiktokenCounter("gpt-4")
-    schema = SystemMessage(json.dumps(convert_to_openai_tool(lookup), ensure_ascii=False))
-    expected = counter.count_each([schema])[0]
-    assert counter.count_tools([lookup]) == expected
+    # func_init 10, "lookup:Look a query up in the knowledge base", prop_init 3,
+    # prop_key 3, "query:string", func_end 12 (the OpenAI cookbook's rendering).
+    enc = counter.encoding
+    one = 10 + len(enc.encode("lookup:Look a query up in the knowledge base")) + 3
+    one += 3 + len(enc.encode("query:string"))
+    assert counter.count_tools([lookup]) == one + 12
     cached = resolve_counter(counter)
-    assert cached.count_tools([lookup, lookup]) == 2 * expected
+    assert cached.count_tools([lookup, lookup]) == 2 * one + 12
+
+
+def test_count_tools_token_counter_counts_each_schema_as_a_system_message():
+    counter = resolve_counter(per_message(lambda m: len(str(m.content))))
+    schema = json.dumps(convert_to_openai_tool(lookup), ensure_ascii=False)
+    assert counter.count_tools([lookup, lookup]) == 2 * len(schema)
 
 
 def test_count_tools_whole_list_counter_counts_the_schemas_as_one_list():

@@ -265,16 +265,18 @@ def test_file_blocks_cost_zero_without_warning() -> None:
     assert counter("gpt-4").count_each(url_file) == [3 + ntok("user")]
 
 
-def test_images_cost_85_and_are_never_fetched(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_images_are_never_fetched_and_unsized_ones_cost_the_most(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(httpx.Client, "send", refuse)
     monkeypatch.setattr(httpx.AsyncClient, "send", refuse)
-    images: list[dict[str, Any]] = [
-        {"type": "image_url", "image_url": {"url": "https://x.test/a.png", "detail": "low"}},
+    low = {"type": "image_url", "image_url": {"url": "https://x.test/a.png", "detail": "low"}}
+    unsized: list[dict[str, Any]] = [
         {"type": "image_url", "image_url": {"url": "https://x.test/a.png", "detail": "high"}},
         {"type": "image_url", "image_url": {"url": "https://x.test/a.png"}},
         {"type": "image_url", "image_url": "https://x.test/a.png"},
         {"type": "image", "url": "https://x.test/a.png"},
-        {"type": "image", "base64": "iVBORw0KGgo=", "mime_type": "image/png"},
+        {"type": "image", "base64": "iVBORw0KGgo=", "mime_type": "image/png"},  # header only
         {"type": "image", "file_id": "file-1"},
         {"type": "image", "source": {"type": "url", "url": "https://x.test/b.png"}},
         {
@@ -284,10 +286,14 @@ def test_images_cost_85_and_are_never_fetched(monkeypatch: pytest.MonkeyPatch) -
     ]
     c = counter("gpt-4")
     base = 3 + ntok("user")
-    assert c.count_each([HumanMessage([img]) for img in images]) == [base + 85] * len(images)
-    # Only low detail is exact in ChatOpenAI without fetching; the rest count 0 there.
-    assert reference("gpt-4", [HumanMessage([images[0]])]) == base + 85 + 3
-    assert reference("gpt-4", [HumanMessage([images[1]])]) == base + 3
+    # Low detail costs 85 whatever the size: exact, and equal to ChatOpenAI.
+    assert total("gpt-4", [HumanMessage([low])]) == reference("gpt-4", [HumanMessage([low])])
+    assert c.count_each([HumanMessage([low])]) == [base + 85]
+    # Without a size, an image costs the most gpt-4 charges for one (85 + 8 tiles of 170);
+    # ChatOpenAI counts 0 for a high-detail image it does not fetch.
+    assert c.url_image_tokens == 1445
+    assert c.count_each([HumanMessage([img]) for img in unsized]) == [base + 1445] * len(unsized)
+    assert reference("gpt-4", [HumanMessage([unsized[0]])]) == base + 3
     # An Anthropic-style image with an unusable source is dropped, as in ChatOpenAI.
     dropped: list[BaseMessage] = [HumanMessage([{"type": "image", "source": {"type": "file"}}])]
     assert total("gpt-4", dropped) == reference("gpt-4", dropped) == base + 3

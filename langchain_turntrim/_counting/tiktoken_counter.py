@@ -28,6 +28,8 @@ from langchain_core.messages import (
 )
 
 from langchain_turntrim._counting.additive import AdditiveCounter
+from langchain_turntrim._counting.openai_images import image_pricing, image_size
+from langchain_turntrim._counting.openai_tools import tool_framing, tools_tokens
 from langchain_turntrim._messages import check_messages
 from langchain_turntrim._safe_repr import deep_repr
 
@@ -35,8 +37,6 @@ __all__ = ["EncodingUnavailableError", "TiktokenCounter"]
 
 #: The model used when neither ``model`` nor ``encoding`` is given.
 DEFAULT_MODEL: Final = "gpt-4o"
-#: What every image costs (OpenAI's price for a ``"low"``-detail image).
-IMAGE_TOKENS: Final = 85
 #: Prefixes ChatOpenAI maps to ``o200k_base`` when tiktoken does not know the name.
 O200K_PREFIXES: Final = ("gpt-4o", "gpt-4.1", "gpt-5", "gpt-6")
 #: Reply priming (``<|im_start|>assistant``), counted once per request.
@@ -143,21 +143,30 @@ def _dumped_len(encode: Callable[[str], list[int]], obj: object, dump: Callable[
     return len(encode(text))
 
 
-def _image_tokens(block: dict[str, Any]) -> int:
-    """An image costs IMAGE_TOKENS, unless ChatOpenAI drops it (unusable source)."""
+def _data_url(url: object) -> object:
+    """``url`` if it carries the image (a ``data:`` URL), else None: never fetched."""
+    return url if isinstance(url, str) and url.startswith("data:") else None
+
+
+def _image_source(block: dict[str, Any]) -> tuple[object, str] | None:
+    """An image block's base64 data (None for a URL or a file id) and its
+    detail; None where ChatOpenAI drops the block (an Anthropic-style
+    unusable source)."""
+    if block.get("type") == "image_url":
+        spec = block.get("image_url")
+        if isinstance(spec, dict):
+            detail = spec.get("detail")
+            return _data_url(spec.get("url")), detail if isinstance(detail, str) else "auto"
+        return _data_url(spec), "auto"
     source = block.get("source")
-    if (
-        block.get("type") == "image"
-        and source
-        and isinstance(source, dict)
-        and not is_data_content_block(block)
-    ):
+    if source and isinstance(source, dict) and not is_data_content_block(block):
         kind = source.get("type")
-        usable = (kind == "base64" and source.get("media_type") and source.get("data")) or (
-            kind == "url" and source.get("url")
-        )
-        return IMAGE_TOKENS if usable else 0
-    return IMAGE_TOKENS
+        if kind == "base64" and source.get("media_type") and source.get("data"):
+            return source["data"], "auto"
+        return (None, "auto") if kind == "url" and source.get("url") else None
+    if block.get("source_type") == "base64":
+        return block.get("data"), "auto"
+    return block.get("base64") or _data_url(block.get("url")), "auto"
 
 
 class TiktokenCounter(AdditiveCounter):
@@ -166,7 +175,9 @@ class TiktokenCounter(AdditiveCounter):
     ``sum(counter.count_each(messages)) + counter.overhead`` equals
     ``ChatOpenAI(model=model).get_num_tokens_from_messages(messages)`` for every
     message list on which ChatOpenAI succeeds and which holds no image other than
-    ``"detail": "low"`` ones (see below). Text is encoded with
+    ``"detail": "low"`` ones of a model priced 85 per low-detail image (see
+    below). ``count_tools`` prices tool schemas (ChatOpenAI does not). Text is
+    encoded with
     ``encode_ordinary``: the same tokens as ChatOpenAI's ``encode``.
 
     Args:
@@ -184,7 +195,13 @@ class TiktokenCounter(AdditiveCounter):
             ``"ft:..."`` or non-OpenAI models; we use 3 and 1).
         encoding: Instead of ``model``: a tiktoken encoding name, or a
             ``tiktoken.Encoding`` (e.g. built from a local BPE file on an
-            air-gapped machine). Costs 3 tokens per message and 1 per name.
+            air-gapped machine). Costs 3 tokens per message and 1 per name;
+            images are priced like gpt-4o's, tools with the cookbook's gpt-4o
+            constants for ``o200k*`` encodings, else its gpt-4 ones.
+        url_image_tokens: What an image costs whose size is not in the request
+            (a URL, a file id, data whose header cannot be read). Default: the
+            most the model's formula charges for one image, so a URL image is
+            never under-counted.
 
     The encoding is loaded when the counter is built. If tiktoken cannot load
     it (its BPE file is downloaded on first use), ``EncodingUnavailableError``
@@ -194,14 +211,17 @@ class TiktokenCounter(AdditiveCounter):
     raises on content, never warns and never fetches anything:
 
     * Text that spells a special token (``"<|endoftext|>"``) is ordinary text.
-    * **Images**: every image block costs ``85`` tokens (OpenAI's price for a
-      low-detail image, and the least any image costs): ``image_url`` blocks
-      whatever their ``detail``, LangChain ``image`` data blocks, and
-      Anthropic-style ``image`` blocks with a usable ``source`` (those with an
-      unusable source are dropped by ChatOpenAI, and cost 0). This is exact
-      for ``"detail": "low"``; for other images ChatOpenAI fetches the URL or
-      decodes the data to size it (with pillow installed and
-      ``allow_fetching_images=True``), or counts 0.
+    * **Images** cost what OpenAI's vision guide documents for the model
+      (``image_tokens``): by tiles for gpt-4o (85 and 170 per 512-px tile),
+      gpt-4o-mini (2833 and 5667) and every other model (85 and 170), by
+      32-px patches for gpt-4.1-mini, gpt-4.1-nano and o4-mini. The size is
+      read from the header of base64 data (PNG, JPEG, GIF, WebP); a URL is
+      never fetched and costs ``url_image_tokens`` (a ``"low"``-detail
+      tile-priced image costs its base whatever its size). ``"auto"`` is
+      priced as ``"high"``. Anthropic-style ``image`` blocks with an unusable
+      ``source`` are dropped by ChatOpenAI, and cost 0. ChatOpenAI counts 85
+      for any low-detail image, and for others fetches or decodes the image
+      with pillow (``allow_fetching_images=True``) or counts 0.
     * ``file`` blocks cost 0, as in ChatOpenAI (which warns, and rejects file URLs).
     * Blocks ChatOpenAI rejects (unknown types, audio, video, ``text-plain``,
       malformed blocks) cost the tokens of
@@ -216,10 +236,24 @@ class TiktokenCounter(AdditiveCounter):
     alike) when model, encoding name and per-message constants match.
     """
 
-    __slots__ = ("_encode", "_encoding", "_model", "_per_message", "_per_name", "_roles")
+    __slots__ = (
+        "_encode",
+        "_encoding",
+        "_images",
+        "_model",
+        "_per_message",
+        "_per_name",
+        "_roles",
+        "_tools",
+        "_url_image_tokens",
+    )
 
     def __init__(
-        self, model: str | None = None, *, encoding: str | tiktoken.Encoding | None = None
+        self,
+        model: str | None = None,
+        *,
+        encoding: str | tiktoken.Encoding | None = None,
+        url_image_tokens: int | None = None,
     ) -> None:
         if model is not None and encoding is not None:
             msg = "pass either model or encoding to TiktokenCounter, not both"
@@ -232,12 +266,15 @@ class TiktokenCounter(AdditiveCounter):
             if not model.strip():
                 msg = "model must be a non-empty model name"
                 raise ValueError(msg)
-            enc = _load_encoding(_encoding_name_for_model(model))
+            encoding_name = _encoding_name_for_model(model)
+            enc = _load_encoding(encoding_name)
             per_message, per_name = (4, -1) if model.startswith("gpt-3.5-turbo-0301") else (3, 1)
         elif isinstance(encoding, tiktoken.Encoding):
             enc, per_message, per_name = encoding, 3, 1
+            encoding_name = enc.name
         elif isinstance(encoding, str):
             enc, per_message, per_name = _load_encoding(encoding), 3, 1
+            encoding_name = encoding
         else:
             msg = f"encoding must be a str or a tiktoken.Encoding, got {type(encoding).__name__}"
             raise TypeError(msg)
@@ -247,6 +284,18 @@ class TiktokenCounter(AdditiveCounter):
         self._per_message = per_message
         self._per_name = per_name
         self._roles = {role: len(enc.encode_ordinary(role)) for role in _ROLES}
+        self._images = image_pricing(model)
+        self._tools = tool_framing(encoding_name)
+        if url_image_tokens is None:
+            self._url_image_tokens = self._images.most()
+        elif not isinstance(url_image_tokens, int) or isinstance(url_image_tokens, bool):
+            msg = f"url_image_tokens must be an int, got {type(url_image_tokens).__name__}"
+            raise TypeError(msg)
+        elif url_image_tokens < 0:
+            msg = f"url_image_tokens must be >= 0, got {url_image_tokens}"
+            raise ValueError(msg)
+        else:
+            self._url_image_tokens = url_image_tokens
 
     @property
     def model(self) -> str | None:
@@ -267,6 +316,34 @@ class TiktokenCounter(AdditiveCounter):
     def tokens_per_name(self) -> int:
         """Tokens a ``name`` costs on top of its text."""
         return self._per_name
+
+    @property
+    def url_image_tokens(self) -> int:
+        """What an image costs whose size is not in the request (a URL, a file id)."""
+        return self._url_image_tokens
+
+    def image_tokens(self, width: int, height: int, detail: str = "auto") -> int:
+        """What this model charges for a ``width`` x ``height`` image at ``detail``."""
+        for name, value in (("width", width), ("height", height)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                msg = f"{name} must be an int, got {type(value).__name__}"
+                raise TypeError(msg)
+            if value < 1:
+                msg = f"{name} must be >= 1, got {value}"
+                raise ValueError(msg)
+        if detail not in ("low", "high", "auto"):
+            msg = f"detail must be 'low', 'high' or 'auto', got {detail!r}"
+            raise ValueError(msg)
+        return self._images.tokens(width, height, detail)
+
+    def count_tools(self, tools: Sequence[Any]) -> int:
+        """What ``tools`` (LangChain tools, OpenAI tool dicts, pydantic models,
+        functions) add to a request's ``prompt_tokens``: the OpenAI cookbook's
+        rendering, extended to nested schemas (see the README); 0 for none."""
+        if isinstance(tools, (str, bytes)) or not isinstance(tools, Sequence):
+            msg = f"tools must be a sequence of tools, got {type(tools).__name__}"
+            raise TypeError(msg)
+        return tools_tokens(tools, self._encode, self._tools)
 
     @property
     def overhead(self) -> int:
@@ -329,7 +406,7 @@ class TiktokenCounter(AdditiveCounter):
             text = b.get("text")
             return len(self._encode(text)) if isinstance(text, str) else None
         if kind in ("image_url", "image"):
-            return _image_tokens(b)
+            return self._image(b)
         if kind == "file" or kind in _DROPPED_BLOCKS:
             return 0
         fn = b.get("function") if kind == "function" else None
@@ -338,6 +415,17 @@ class TiktokenCounter(AdditiveCounter):
             if isinstance(args, str) and isinstance(name, str):
                 return len(self._encode(args)) + len(self._encode(name))
         return None
+
+    def _image(self, block: dict[str, Any]) -> int:
+        found = _image_source(block)
+        if found is None:
+            return 0
+        data, detail = found
+        size = image_size(data) if isinstance(data, str) else None
+        if size is not None:
+            return self._images.tokens(*size, detail)
+        low = self._images.low()
+        return low if detail == "low" and low is not None else self._url_image_tokens
 
     def _optional(self, s: object) -> int:
         """A tool call's name or args: None (ChatOpenAI raises) costs 0."""
@@ -376,8 +464,14 @@ class TiktokenCounter(AdditiveCounter):
             audio = {"id": raw["id"]} if isinstance(raw, dict) and "id" in raw else raw
         return n + self._value(audio) if audio else n
 
-    def _key(self) -> tuple[str | None, str, int, int]:
-        return (self._model, self._encoding.name, self._per_message, self._per_name)
+    def _key(self) -> tuple[str | None, str, int, int, int]:
+        return (
+            self._model,
+            self._encoding.name,
+            self._per_message,
+            self._per_name,
+            self._url_image_tokens,
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TiktokenCounter):
@@ -391,6 +485,8 @@ class TiktokenCounter(AdditiveCounter):
         what = f"encoding={self._encoding.name!r}"
         if self._model is not None:
             what = f"model={self._model!r}, {what}"
+        if self._url_image_tokens != self._images.most():
+            what = f"{what}, url_image_tokens={self._url_image_tokens}"
         return (
             f"TiktokenCounter({what}, tokens_per_message={self._per_message}, "
             f"tokens_per_name={self._per_name})"
