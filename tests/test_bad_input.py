@@ -557,6 +557,69 @@ CASES = [
         "model must be a non-empty model name",
         "TiktokenCounter-blank-model",
     ),
+    p(
+        lambda h: TiktokenCounter("gpt4o"),
+        None,
+        ValueError,
+        "unknown OpenAI model 'gpt4o' (closest known: 'gpt-4o'",
+        "TiktokenCounter-unknown-model",
+    ),
+    p(
+        lambda h: TiktokenCounter("gpt-4", url_image_tokens="500"),  # type: ignore[arg-type]
+        None,
+        TypeError,
+        "url_image_tokens must be an int, got str",
+        "TiktokenCounter-url_image_tokens-not-int",
+    ),
+    p(
+        lambda h: TiktokenCounter("gpt-4", url_image_tokens=True),
+        None,
+        TypeError,
+        "url_image_tokens must be an int, got bool",
+        "TiktokenCounter-url_image_tokens-bool",
+    ),
+    p(
+        lambda h: TiktokenCounter("gpt-4", url_image_tokens=-1),
+        None,
+        ValueError,
+        "url_image_tokens must be >= 0, got -1",
+        "TiktokenCounter-url_image_tokens-negative",
+    ),
+    p(
+        lambda h: TiktokenCounter("gpt-4").image_tokens(0, 5),
+        None,
+        ValueError,
+        "width must be >= 1, got 0",
+        "TiktokenCounter-image_tokens-zero-width",
+    ),
+    p(
+        lambda h: TiktokenCounter("gpt-4").image_tokens(5, 2.5),  # type: ignore[arg-type]
+        None,
+        TypeError,
+        "height must be an int, got float",
+        "TiktokenCounter-image_tokens-float-height",
+    ),
+    p(
+        lambda h: TiktokenCounter("gpt-4").image_tokens(5, 5, "medium"),
+        None,
+        ValueError,
+        "detail must be 'low', 'high' or 'auto', got 'medium'",
+        "TiktokenCounter-image_tokens-bad-detail",
+    ),
+    p(
+        lambda h: TiktokenCounter("gpt-4").count_tools(h),
+        "get_current_weather",
+        TypeError,
+        "tools must be a sequence of tools, got str",
+        "TiktokenCounter-count_tools-str",
+    ),
+    p(
+        lambda h: TiktokenCounter("gpt-4").count_tools(h),
+        5,
+        TypeError,
+        "tools must be a sequence of tools, got int",
+        "TiktokenCounter-count_tools-int",
+    ),
     # -- for_model ------------------------------------------------------------------------
     p(
         lambda h: TurnTrimmer.for_model(fake_model()),

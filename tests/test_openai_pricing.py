@@ -263,7 +263,7 @@ def test_unsized_images_cost_the_most_the_model_charges(
     assert low == (most if model == "o4-mini" else c.image_tokens(1, 1, "low"))
 
 
-def test_url_image_tokens_is_configurable_and_checked() -> None:
+def test_url_image_tokens_is_configurable() -> None:
     c = TiktokenCounter("gpt-4", url_image_tokens=500)
     assert image_cost(c, url_block("https://x.test/a.png")) == 500
     assert image_cost(c, url_block("https://x.test/a.png", "low")) == 85
@@ -272,25 +272,7 @@ def test_url_image_tokens_is_configurable_and_checked() -> None:
     assert c == TiktokenCounter("gpt-4", url_image_tokens=500)
     assert "url_image_tokens=500" in repr(c)
     assert TiktokenCounter("gpt-4", url_image_tokens=1445) == TiktokenCounter("gpt-4")
-    with pytest.raises(TypeError, match="url_image_tokens must be an int, got str"):
-        TiktokenCounter("gpt-4", url_image_tokens="500")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="url_image_tokens must be an int, got bool"):
-        TiktokenCounter("gpt-4", url_image_tokens=True)
-    with pytest.raises(ValueError, match="url_image_tokens must be >= 0, got -1"):
-        TiktokenCounter("gpt-4", url_image_tokens=-1)
-
-
-@pytest.mark.parametrize(
-    ("args", "error", "match"),
-    [
-        ((0, 5), ValueError, "width must be >= 1, got 0"),
-        ((5, 2.5), TypeError, "height must be an int, got float"),
-        ((5, 5, "medium"), ValueError, "detail must be 'low', 'high' or 'auto'"),
-    ],
-)
-def test_image_tokens_bad_input(args: tuple[Any, ...], error: type[Exception], match: str) -> None:
-    with pytest.raises(error, match=match):
-        TiktokenCounter("gpt-4").image_tokens(*args)
+    assert "url_image_tokens" not in repr(TiktokenCounter("gpt-4"))
 
 
 # --- tool schemas -----------------------------------------------------------------------
@@ -430,9 +412,6 @@ def test_provider_tools_cost_their_json() -> None:
     assert c.count_tools([provider]) == len(c.encoding.encode(as_json)) + 12
 
 
-def test_count_tools_bad_input_and_the_cache_delegates() -> None:
+def test_the_cache_delegates_count_tools() -> None:
     c = TiktokenCounter("gpt-4")
-    for bad in ("get_current_weather", 5):
-        with pytest.raises(TypeError, match="tools must be a sequence of tools"):
-            c.count_tools(bad)  # type: ignore[arg-type]
     assert resolve_counter(c).count_tools([WEATHER]) == c.count_tools([WEATHER])

@@ -444,7 +444,6 @@ def test_model_picks_encoding_and_constants_like_chat_openai(
 @pytest.mark.parametrize(
     ("model", "closest"),
     [
-        ("gpt4o", "'gpt-4o'"),
         ("claude-3-5-sonnet", None),
         ("deepseek-chat", None),
         ("ft:my-base:org::id", None),
