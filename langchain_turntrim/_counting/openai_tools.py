@@ -18,8 +18,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from langchain_core.utils.function_calling import convert_to_openai_tool
-
 from langchain_turntrim._counting.tools import tool_json
 
 __all__ = ["CHAT_TOOLS", "GPT4O_TOOLS", "ToolFraming", "tool_framing", "tools_tokens"]
@@ -54,7 +52,10 @@ def tools_tokens(tools: Sequence[Any], encode: Encode, framing: ToolFraming) -> 
     """The tokens ``tools`` add to a request (0 for none)."""
     if not tools:
         return 0
-    pricer = _Pricer(encode, framing)
+    # Imported here: LangChain's tools module costs more to import than this package.
+    from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: PLC0415
+
+    pricer = _Pricer(encode, framing, convert_to_openai_tool)
     return sum(map(pricer.tool, tools)) + framing.func_end
 
 
@@ -65,16 +66,17 @@ def _line(head: str, description: object) -> str:
 
 
 class _Pricer:
-    def __init__(self, encode: Encode, framing: ToolFraming) -> None:
+    def __init__(self, encode: Encode, framing: ToolFraming, convert: Callable[[Any], Any]) -> None:
         self.encode = encode
         self.f = framing
+        self.convert = convert
 
     def tokens(self, text: str) -> int:
         return len(self.encode(text))
 
     def tool(self, tool: Any) -> int:
         try:
-            schema: Any = convert_to_openai_tool(tool)
+            schema: Any = self.convert(tool)
         except (TypeError, ValueError, NotImplementedError, KeyError):
             schema = None
         function = schema.get("function") if isinstance(schema, dict) else None
