@@ -177,8 +177,7 @@ class TiktokenCounter(AdditiveCounter):
     message list on which ChatOpenAI succeeds and which holds no image other than
     ``"detail": "low"`` ones of a model priced 85 per low-detail image (see
     below). ``count_tools`` prices tool schemas (ChatOpenAI does not). Text is
-    encoded with
-    ``encode_ordinary``: the same tokens as ChatOpenAI's ``encode``.
+    encoded with ``encode_ordinary``: the same tokens as ChatOpenAI's ``encode``.
 
     Args:
         model: An OpenAI model name (default ``"gpt-4o"``). Picks the encoding
@@ -188,9 +187,9 @@ class TiktokenCounter(AdditiveCounter):
             (``"ft:BASE:..."``). Any other name raises ``ValueError`` naming
             the closest known names (ChatOpenAI guesses ``cl100k_base``, which
             miscounts a model of another tokenizer): pass ``encoding=``
-            for it. Picks the per-message constants
-            like ``ChatOpenAI``: ``gpt-3.5-turbo-0301`` costs 4 tokens per
-            message and -1 per name; every other model 3 and 1 (ChatOpenAI
+            for it. Picks the per-message constants like ``ChatOpenAI``:
+            ``gpt-3.5-turbo-0301`` costs 4 tokens per message and -1 per
+            name; every other model 3 and 1 (ChatOpenAI
             raises ``NotImplementedError`` for names it does not know, e.g.
             ``"ft:..."`` or non-OpenAI models; we use 3 and 1).
         encoding: Instead of ``model``: a tiktoken encoding name, or a
