@@ -357,6 +357,18 @@ def test_count_tools_tiktoken_uses_openais_rendering_through_the_cache(tiktoken_
     assert cached.count_tools([lookup, lookup]) == 2 * one + 12
 
 
+def test_middleware_reserves_tiktokens_tool_price_for_each_call(tiktoken_cache):
+    counter = TiktokenCounter("gpt-4")
+    request = make_request(history(3), tools=[lookup])
+    middleware = TurnTrimMiddleware(max_tokens=10_000, token_counter=counter)
+    _, report = middleware.trim_request(request)
+    tools = counter.count_tools([lookup])
+    assert report.plan.overhead_tokens == counter.overhead + tools
+    assert request.system_message is not None
+    full = [request.system_message, *request.messages]
+    assert report.plan.tokens_after == counter.count(full) + tools
+
+
 def test_count_tools_token_counter_counts_each_schema_as_a_system_message():
     counter = resolve_counter(per_message(lambda m: len(str(m.content))))
     schema = json.dumps(convert_to_openai_tool(lookup), ensure_ascii=False)
