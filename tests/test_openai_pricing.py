@@ -19,7 +19,7 @@ import httpx
 import pytest
 import tiktoken
 import tiktoken.model
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, convert_to_messages
 from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field
@@ -310,6 +310,49 @@ def test_cookbook_weather_example_matches_the_api_prompt_tokens(model: str) -> N
     """The cookbook reports 105 prompt tokens from the API for these models."""
     c = TiktokenCounter(model)
     assert c.count(WEATHER_MESSAGES) + c.count_tools([WEATHER]) == 105
+
+
+JARGON = convert_to_messages(
+    [
+        {
+            "role": "system",
+            "content": "You are a helpful, pattern-following assistant that translates "
+            "corporate jargon into plain English.",
+        },
+        {
+            "role": "system",
+            "name": "example_user",
+            "content": "New synergies will help drive top-line growth.",
+        },
+        {
+            "role": "system",
+            "name": "example_assistant",
+            "content": "Things working well together will increase revenue.",
+        },
+        {
+            "role": "system",
+            "name": "example_user",
+            "content": "Let's circle back when we have more bandwidth to touch base on "
+            "opportunities for increased leverage.",
+        },
+        {
+            "role": "system",
+            "name": "example_assistant",
+            "content": "Let's talk later when we're less busy about how to do better.",
+        },
+        {
+            "role": "user",
+            "content": "This late pivot means we don't have time to boil the ocean for the "
+            "client deliverable.",
+        },
+    ]
+)
+
+
+@pytest.mark.parametrize("model", ["gpt-3.5-turbo", "gpt-4-0613", "gpt-4"])
+def test_cookbook_messages_example_matches_the_api_prompt_tokens(model: str) -> None:
+    """The cookbook reports 129 prompt tokens from the API for its messages alone."""
+    assert TiktokenCounter(model).count(JARGON) == 129
 
 
 def test_flat_function_is_the_cookbook_rendering() -> None:
