@@ -359,7 +359,11 @@ def test_the_suite_wide_guard_catches_a_mutated_history() -> None:
             return [1] * len(messages)
 
     with pytest.raises(AssertionError, match="a history was mutated"):
-        TurnTrimmer(max_tokens=10, token_counter=Vandal()).invoke([HumanMessage("x")])
+        TurnTrimmer(max_tokens=10, token_counter=Vandal(), cache_size=0).invoke([HumanMessage("x")])
+    # A cached counter is given frozen copies: its assignments never reach the history.
+    history = [HumanMessage("x")]
+    TurnTrimmer(max_tokens=10, token_counter=Vandal()).invoke(history)
+    assert history[0].content == "x"
 
 
 @pytest.mark.parametrize(

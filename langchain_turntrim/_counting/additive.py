@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -10,8 +10,9 @@ from langchain_core.messages import BaseMessage
 from langchain_turntrim._core import TrimPlan, describe, plan_costs
 from langchain_turntrim._counting.protocol import TokenCounter
 from langchain_turntrim._counting.tools import tool_messages
+from langchain_turntrim._safe_repr import safe_repr
 
-__all__ = ["AdditiveCounter", "Uncached", "Wrapper", "checked_counts"]
+__all__ = ["AdditiveCounter", "Uncached", "Wrapper", "checked_counts", "counts_list"]
 
 
 class AdditiveCounter:
@@ -92,24 +93,43 @@ class Uncached(Wrapper):
         return repr(self.counter)
 
 
-def checked_counts(
-    counts: Sequence[int], messages: Sequence[BaseMessage], counter: object
-) -> list[int]:
-    """``counts`` as a list if it holds one int >= 0 per message; else raise naming the message."""
-    if not isinstance(counts, list):
-        counts = list(counts)
+def counts_list(counts: object, counter: object) -> list[Any]:
+    """What ``counter.count_each`` returned, as a list (a generator or tuple is fine)."""
+    if type(counts) is list:
+        return counts
+    if isinstance(counts, (str, bytes, Mapping)) or not isinstance(counts, Iterable):
+        msg = (
+            f"{safe_repr(counter)}.count_each returned {type(counts).__name__}, "
+            "expected a list of one int per message"
+        )
+        raise TypeError(msg)
+    return list(counts)
+
+
+def checked_counts(counts: object, messages: Sequence[BaseMessage], counter: object) -> list[int]:
+    """``counts`` as a list of exact ints if it holds one int >= 0 per message;
+    else raise naming the message.
+
+    ``int`` subclasses are read as the ints they hold (their own comparison or
+    arithmetic is never used): the result holds only exact ints.
+    """
+    counts = counts_list(counts, counter)
     if len(counts) != len(messages):
-        msg = f"{counter!r} returned {len(counts)} counts for {len(messages)} messages"
+        msg = f"{safe_repr(counter)} returned {len(counts)} counts for {len(messages)} messages"
         raise ValueError(msg)
     if not counts or (set(map(type, counts)) == {int} and min(counts) >= 0):
         return counts
+    checked = []
     for i, count in enumerate(counts):
-        where = describe(i, messages[i])
         if not isinstance(count, int) or isinstance(count, bool):
-            what = f"{type(count).__name__} {count!r}"
-            msg = f"{counter!r} counted {where} as {what}, expected an int"
+            where = describe(i, messages[i])
+            what = f"{type(count).__name__} {safe_repr(count)}"
+            msg = f"{safe_repr(counter)} counted {where} as {what}, expected an int"
             raise TypeError(msg)
-        if count < 0:
-            msg = f"{counter!r} counted {where} as {count}, expected a count >= 0"
+        value = int.__int__(count)
+        if value < 0:
+            where = describe(i, messages[i])
+            msg = f"{safe_repr(counter)} counted {where} as {value}, expected a count >= 0"
             raise ValueError(msg)
-    return counts
+        checked.append(value)
+    return checked

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import threading
 import weakref
@@ -12,8 +13,8 @@ from typing import Any, Final
 from langchain_core.messages import BaseMessage
 
 from langchain_turntrim._core import check_count
-from langchain_turntrim._counting.additive import Wrapper
-from langchain_turntrim._counting.keys import fields_getter, message_fields, message_key
+from langchain_turntrim._counting.additive import Wrapper, checked_counts, counts_list
+from langchain_turntrim._counting.keys import fields_getter, fields_key, frozen_copy
 from langchain_turntrim._counting.protocol import TokenCounter
 from langchain_turntrim._messages import check_messages
 
@@ -24,8 +25,11 @@ DEFAULT_CACHE_SIZE: Final = 16_384
 
 
 class LRU:
-    """A thread-safe LRU map. The lock guards dict operations only; callers
-    compute values outside it."""
+    """A thread-safe LRU map that never holds more than ``maxsize`` entries.
+
+    The lock guards dict operations only; callers compute values outside it.
+    A ``None`` key is never stored or found.
+    """
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = check_count(maxsize, "cache_size")
@@ -35,46 +39,65 @@ class LRU:
     def __len__(self) -> int:
         return len(self._data)
 
-    def get_many(self, keys: Sequence[Hashable]) -> list[int | None]:
+    def get_many(self, keys: Sequence[Hashable | None]) -> list[int | None]:
         data = self._data
         get = data.get
         touch = data.move_to_end
         with self._lock:
-            found = [get(key) for key in keys]
+            found = [None if key is None else get(key) for key in keys]
             for key, value in zip(keys, found, strict=True):
                 if value is not None:
                     touch(key)
         return found
 
-    def put_many(self, items: Sequence[tuple[Hashable, int]]) -> None:
-        if not self.maxsize:
+    def put_many(self, items: Sequence[tuple[Hashable | None, int]]) -> None:
+        maxsize = self.maxsize
+        if not maxsize:
             return
         data = self._data
+        # Only the newest maxsize items could stay: the older ones are not inserted.
+        items = [item for item in items if item[0] is not None][-maxsize:]
         with self._lock:
             for key, value in items:
                 data[key] = value
                 data.move_to_end(key)
-            while len(data) > self.maxsize:
-                data.popitem(last=False)
+                if len(data) > maxsize:
+                    data.popitem(last=False)
 
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.maxsize,))
+
+
+class _Ref(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference to a counted message that knows its identity-layer key."""
+
+    __slots__ = ("key",)
+    key: int
+
 
 class CachedCounter(Wrapper):
     """Wraps a ``TokenCounter`` with bounded, thread-safe caches of per-message counts.
 
-    Two layers, each holding at most ``maxsize`` entries:
+    Two layers, each an LRU of at most ``maxsize`` entries:
 
     * by message object: a message seen before is recognised by identity (a
       weak reference) and its count reused while its fields still are the
       same objects (``message_fields``); reassigning a field
       (``message.content = ...``, as LangChain and LangGraph do) makes it
       count again. This is the warm path of an agent loop: no key is built.
-    * by content (LRU): ``message_key(message)``, so an equal message in a
-      new object (e.g. restored from a checkpoint) is not tokenized again.
+      An entry goes when its message is garbage collected, so it never keeps
+      a dead message's content alive.
+    * by content: ``message_key(message)``, a digest of the class and fields
+      (the content is never copied), so an equal message in a new object
+      (e.g. restored from a checkpoint) is not tokenized again.
 
+    The wrapped counter is given a frozen shallow copy of each message it
+    counts (``frozen_copy``): the count is of exactly the fields both layers
+    file it under, even if another thread reassigns a field meanwhile.
     Editing a nested value in place (appending to a content list, changing a
     tool call's ``args`` dict) is not seen by the first layer: assign a new
     value instead, or call ``clear()``. Counting happens outside the locks,
@@ -88,8 +111,9 @@ class CachedCounter(Wrapper):
         self.counter = counter
         self._cache = LRU(maxsize)
         # id(message) -> (weak reference, fields getter, message_fields(message), count)
-        self._known: dict[int, tuple[Any, ...]] = {}
+        self._known: OrderedDict[int, tuple[Any, ...]] = OrderedDict()
         self._known_lock = threading.Lock()
+        self._forget = _forgetter(self._known)
 
     @property
     def maxsize(self) -> int:
@@ -118,44 +142,93 @@ class CachedCounter(Wrapper):
             else:
                 append(None)
         unknown = [i for i, count in enumerate(counts) if count is None]
+        if len(unknown) < len(messages):
+            self._touch(messages, counts)
         if unknown:
-            self._count_unknown(messages, unknown, counts)
+            return self._count_unknown(messages, unknown, counts)
         return counts  # type: ignore[return-value]
+
+    def _touch(self, messages: Sequence[BaseMessage], counts: list[int | None]) -> None:
+        """Mark the messages found by identity as the most recently used."""
+        touch = self._known.move_to_end
+        with self._known_lock:
+            for m, count in zip(messages, counts, strict=True):
+                if count is not None:
+                    with contextlib.suppress(KeyError):  # collected meanwhile
+                        touch(id(m))
 
     def _count_unknown(
         self, messages: Sequence[BaseMessage], unknown: list[int], counts: list[int | None]
-    ) -> None:
-        keys = [message_key(messages[i]) for i in unknown]
+    ) -> list[int]:
+        # One read of each message's fields; the key, the identity entry and
+        # the count are all made from it.
+        getters = [fields_getter(messages[i]) for i in unknown]
+        fields = [get(vars(messages[i])) for i, get in zip(unknown, getters, strict=True)]
+        keys = [fields_key(type(messages[i]), f) for i, f in zip(unknown, fields, strict=True)]
         cached = self._cache.get_many(keys)
         missing = [j for j, count in enumerate(cached) if count is None]
         if missing:
-            fresh = self.counter.count_each([messages[unknown[j]] for j in missing])
+            copies = [frozen_copy(messages[unknown[j]], fields[j]) for j in missing]
+            fresh = counts_list(self.counter.count_each(copies), self.counter)
             if len(fresh) != len(missing):
-                msg = (
-                    f"{type(self.counter).__name__}.count_each returned {len(fresh)} counts "
-                    f"for {len(missing)} messages"
-                )
+                msg = f"{self.counter!r} returned {len(fresh)} counts for {len(missing)} messages"
                 raise ValueError(msg)
             for j, value in zip(missing, fresh, strict=True):
                 cached[j] = value
-            self._cache.put_many([(keys[j], cached[j]) for j in missing])  # type: ignore[misc]
-        remembered = []
         for i, count in zip(unknown, cached, strict=True):
             counts[i] = count
-            m = messages[i]
-            entry = (weakref.ref(m), fields_getter(m), message_fields(m), count)
-            remembered.append((id(m), entry))
-        self._remember(remembered)
+        checked = checked_counts(counts, messages, self.counter)
+        if self.maxsize:
+            self._cache.put_many([(keys[j], checked[unknown[j]]) for j in missing])
+            self._remember(messages, unknown, getters, fields, checked)
+        return checked
 
-    def _remember(self, entries: list[tuple[int, tuple[Any, ...]]]) -> None:
+    def _remember(
+        self,
+        messages: Sequence[BaseMessage],
+        unknown: list[int],
+        getters: list[Any],
+        fields: list[tuple[Any, ...]],
+        counts: list[int],
+    ) -> None:
         maxsize = self.maxsize
-        if not maxsize:
-            return
+        entries = []
+        for j in range(max(0, len(unknown) - maxsize), len(unknown)):
+            m = messages[unknown[j]]
+            try:
+                ref = _Ref(m, self._forget)
+            except TypeError:  # not weakly referenceable: not remembered
+                continue
+            ref.key = id(m)
+            entries.append((ref.key, (ref, getters[j], fields[j], counts[unknown[j]])))
         known = self._known
         with self._known_lock:
-            known.update(entries)
-            while len(known) > maxsize:  # oldest first: dicts keep insertion order
-                del known[next(iter(known))]
+            for key, entry in entries:
+                known.pop(key, None)
+                known[key] = entry  # the newest, at the end
+                if len(known) > maxsize:
+                    with contextlib.suppress(KeyError):  # emptied by collections meanwhile
+                        known.popitem(last=False)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copies and pickles start with empty caches (a lock cannot be copied)."""
+        return (type(self), (self.counter, self.maxsize))
 
     def __repr__(self) -> str:
         return f"CachedCounter({self.counter!r}, maxsize={self.maxsize})"
+
+
+def _forgetter(known: OrderedDict[int, tuple[Any, ...]]) -> Any:
+    """The weak-reference callback dropping a dead message's identity entry.
+
+    It runs whenever the message is collected, maybe inside another cache
+    operation, so it takes no lock: ``pop`` is atomic, and if another thread
+    replaced the entry in between, dropping that one is only a cache miss.
+    """
+
+    def forget(ref: _Ref) -> None:
+        entry = known.get(ref.key)
+        if entry is not None and entry[0] is ref:
+            known.pop(ref.key, None)
+
+    return forget

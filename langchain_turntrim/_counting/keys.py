@@ -1,74 +1,150 @@
-"""What a message's count depends on: the cache's keys and the fields it watches."""
+"""What a message's count depends on: the fields a cache watches, the digest it
+files a count under, and the frozen copy a counter is given."""
 
 from __future__ import annotations
 
+import hashlib
+import io
 import operator
-from collections.abc import Callable, Hashable
-from typing import Any, Final
+import pickle
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Final, NoReturn
 
 from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, ToolMessage
 
-from langchain_turntrim._safe_repr import safe_repr
+__all__ = ["digest", "fields_getter", "frozen_copy", "message_fields", "message_key"]
 
-__all__ = ["fields_getter", "message_fields", "message_key"]
-
-
-def message_key(message: BaseMessage) -> Hashable:
-    """What a message's count depends on: class, content, name, tool calls,
-    tool call id, chat role and ``additional_kwargs``.
-
-    Two messages with equal keys get the same count from every counter this
-    package ships; editing any of these fields changes the key. The fields are
-    those of ``message_fields``, spelled out here because this runs for every
-    message a cache has not seen: deriving the key from ``message_fields``
-    measured about 0.4 us a message slower.
-    """
-    content: Any = message.content
-    if type(content) is not str:
-        content = safe_repr(content)
-    extra: Any = None
-    if isinstance(message, AIMessage):
-        if message.tool_calls or message.invalid_tool_calls:
-            extra = safe_repr((message.tool_calls, message.invalid_tool_calls))
-    elif isinstance(message, ToolMessage):
-        extra = message.tool_call_id
-    elif isinstance(message, ChatMessage):
-        extra = message.role
-    kwargs = message.additional_kwargs
-    return (
-        message.__class__,
-        content,
-        message.name,
-        safe_repr(kwargs) if kwargs else None,
-        extra,
-    )
-
-
-_COMMON_FIELDS: Final = ("content", "name", "additional_kwargs")
+_COMMON_FIELDS: Final = ("content", "name", "additional_kwargs", "type")
 _FIELDS_BY_CLASS: Final = (
     (AIMessage, (*_COMMON_FIELDS, "tool_calls", "invalid_tool_calls")),
     (ToolMessage, (*_COMMON_FIELDS, "tool_call_id")),
     (ChatMessage, (*_COMMON_FIELDS, "role")),
 )
-_field_getters: dict[type, Callable[[dict[str, Any]], tuple[Any, ...]]] = {}
+Getter = Callable[[dict[str, Any]], tuple[Any, ...]]
+_specs: dict[type, tuple[tuple[str, ...], Getter]] = {}
 
 
-def fields_getter(message: BaseMessage) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+def _spec(message: BaseMessage) -> tuple[tuple[str, ...], Getter]:
+    spec = _specs.get(type(message))
+    if spec is None:
+        names = next((n for c, n in _FIELDS_BY_CLASS if isinstance(message, c)), _COMMON_FIELDS)
+        spec = _specs[type(message)] = (names, operator.itemgetter(*names))
+    return spec
+
+
+def fields_getter(message: BaseMessage) -> Getter:
     """An ``itemgetter`` of the fields that matter, over a message's ``__dict__``
     (pydantic keeps every field there; a dict lookup beats an attribute's)."""
-    getter = _field_getters.get(type(message))
-    if getter is None:
-        names = next((n for c, n in _FIELDS_BY_CLASS if isinstance(message, c)), _COMMON_FIELDS)
-        getter = _field_getters[type(message)] = operator.itemgetter(*names)
-    return getter
+    return _spec(message)[1]
 
 
 def message_fields(message: BaseMessage) -> tuple[Any, ...]:
-    """The field values a message's count depends on, as they are (not copied).
+    """The field values a message's count depends on, as they are (not copied):
+    class-specific ones (tool calls, tool call id, chat role) after content,
+    name, ``additional_kwargs`` and type.
 
     ``CachedCounter`` remembers them for each message object it has counted:
     while the object's fields are these very objects (``is``, not ``==``: a
-    value mutated in place would equal its new self), its count is reused
-    without building its key.
+    value mutated in place would equal its new self), its count is reused.
+    Reading them is one C-level call, so another thread's assignment is seen
+    wholly or not at all.
     """
-    return fields_getter(message)(vars(message))
+    return _spec(message)[1](vars(message))
+
+
+def frozen_copy(message: BaseMessage, fields: Sequence[Any]) -> BaseMessage:
+    """A shallow copy of ``message`` whose counted fields are ``fields``.
+
+    Counters are given this copy, so the count is of exactly the values the
+    key was made from, whatever another thread assigns to ``message`` meanwhile.
+    """
+    names = _spec(message)[0]
+    copy = message.__copy__()
+    vars(copy).update(zip(names, fields, strict=True))
+    return copy
+
+
+# -- digests --------------------------------------------------------------------------------
+
+#: A pickler that drops a buffer larger than this after use (no copy of a big content stays).
+_KEEP_BUFFER: Final = 1 << 16
+
+
+class _Unkeyable(Exception):
+    """A value ``digest`` cannot key faithfully."""
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles exact ``str``, ``int``, ``float``, ``bool``, ``None``, ``bytes``,
+    ``list``, ``tuple``, ``dict``, ``set`` and ``frozenset`` only.
+
+    The C pickler handles those types itself and asks ``reducer_override``
+    about every other object (subclasses included), which refuses. Fast mode
+    (no memo) makes equal values pickle to equal bytes, whatever objects
+    they share; a container that holds itself then recurses until
+    ``RecursionError``.
+    """
+
+    def reducer_override(self, obj: object) -> NoReturn:
+        raise _Unkeyable(type(obj).__name__)
+
+
+_local = threading.local()
+
+
+def _pickler() -> tuple[io.BytesIO, _Pickler]:
+    state: tuple[io.BytesIO, _Pickler] | None = getattr(_local, "pickler", None)
+    if state is None:
+        buffer = io.BytesIO()
+        pickler = _Pickler(buffer, protocol=5)
+        pickler.fast = True
+        state = _local.pickler = (buffer, pickler)
+    return state
+
+
+def digest(values: Sequence[Any]) -> bytes | None:
+    """A SHA-256 digest of ``values``, faithful to their types, or None.
+
+    The values are pickled (protocol 5, no memo) and hashed: two values share
+    a digest only if they are equal and of the same exact types all the way
+    down (``str`` vs ``list``, ``1`` vs ``True`` vs ``1.0``, ``tuple`` vs
+    ``list`` and dict key order are all told apart). Only the types JSON and
+    LangChain messages are made of are understood (see ``_Pickler``);
+    anything else, a container that holds itself or nesting too deep to
+    pickle gives None, and the value is not cached. The content itself is
+    never kept, only hashed.
+    """
+    buffer, pickler = _pickler()
+    try:
+        pickler.dump(values)
+        with buffer.getbuffer() as data:
+            result = hashlib.sha256(data).digest()
+    except (_Unkeyable, RecursionError, ValueError, pickle.PicklingError):
+        result = None
+    finally:
+        if buffer.tell() > _KEEP_BUFFER:
+            del _local.pickler
+        else:
+            buffer.seek(0)
+            buffer.truncate()
+    return result
+
+
+def fields_key(cls: type, fields: Sequence[Any]) -> tuple[type, bytes] | None:
+    """The key of a message of class ``cls`` whose ``message_fields`` are ``fields``."""
+    value = digest(fields)
+    return None if value is None else (cls, value)
+
+
+def message_key(message: BaseMessage) -> tuple[type, bytes] | None:
+    """What a message's count depends on: its class and a 32-byte digest of
+    its ``message_fields`` (content, name, ``additional_kwargs``, type, tool
+    calls, tool call id, chat role).
+
+    Two messages with equal keys are of the same class and have equal fields
+    of the same types, so they get the same count from every counter this
+    package ships. None when a field holds a value ``digest`` does not
+    understand: such a message is not cached by content.
+    """
+    return fields_key(type(message), message_fields(message))

@@ -11,8 +11,9 @@ from langchain_core.messages import BaseMessage
 from langchain_turntrim._core import ANCHOR, PINNED, START, TrimPlan, check_count, plan_costs
 from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.cache import DEFAULT_CACHE_SIZE, LRU
-from langchain_turntrim._counting.keys import message_key
+from langchain_turntrim._counting.keys import fields_key, frozen_copy, message_fields
 from langchain_turntrim._counting.tools import tool_messages
+from langchain_turntrim._safe_repr import safe_repr
 from langchain_turntrim._stable import candidates
 
 __all__ = ["WholeListCounter"]
@@ -28,7 +29,13 @@ class WholeListCounter:
     ``list[BaseMessage] -> int`` functions. It is only ever called with the
     system messages followed by whole turns in chronological order, and the
     kept list is counted once more at the end so the budget holds exactly
-    even when the function is not additive. Whole-list counts are cached (LRU).
+    even when the function is not additive. Whole-list counts are cached (LRU),
+    by the messages' keys (``message_key``); the function is given frozen
+    copies of the messages (``frozen_copy``), so a count is always of the very
+    fields it is filed under.
+
+    ``maxsize=None`` (what ``per_list`` gives) leaves the size to the trimmer
+    it is given to: its ``cache_size``, else ``DEFAULT_CACHE_SIZE``.
     """
 
     #: The function may be a provider's HTTP endpoint: async callers use a thread.
@@ -37,7 +44,7 @@ class WholeListCounter:
     def __init__(
         self,
         function: Callable[[list[BaseMessage]], int],
-        maxsize: int = DEFAULT_CACHE_SIZE,
+        maxsize: int | None = DEFAULT_CACHE_SIZE,
         *,
         label: str | None = None,
     ) -> None:
@@ -45,8 +52,9 @@ class WholeListCounter:
             msg = f"WholeListCounter needs a callable, got {type(function).__name__}"
             raise TypeError(msg)
         self.function = function
-        self.label = label or repr(function)
-        self._cache = LRU(maxsize)
+        self.label = label or safe_repr(function)
+        self.sized = maxsize is not None
+        self._cache = LRU(DEFAULT_CACHE_SIZE if maxsize is None else maxsize)
         # The last measured ratio of its counts to the approximate counter's:
         # where the next search starts (it changes how many calls a plan
         # makes, never which turns it keeps).
@@ -56,16 +64,23 @@ class WholeListCounter:
     def maxsize(self) -> int:
         return self._cache.maxsize
 
+    def resized(self, maxsize: int) -> WholeListCounter:
+        """The same counter with a cache of ``maxsize`` entries (and a size of its own)."""
+        return WholeListCounter(self.function, maxsize, label=self.label)
+
     def __len__(self) -> int:
         return len(self._cache)
 
     def count(self, messages: Sequence[BaseMessage]) -> int:
         """The function's count of ``messages``, cached by the messages' keys."""
-        key = tuple(message_key(m) for m in messages)
+        fields = [message_fields(m) for m in messages]
+        keys = [fields_key(type(m), f) for m, f in zip(messages, fields, strict=True)]
+        key = None if None in keys else tuple(keys)
         (cached,) = self._cache.get_many((key,))
         if cached is not None:
             return cached
-        value = check_count(self.function(list(messages)), f"the count of {self.label}")
+        copies = [frozen_copy(m, f) for m, f in zip(messages, fields, strict=True)]
+        value = check_count(self.function(copies), f"the count of {self.label}")
         self._cache.put_many(((key, value),))
         return value
 
@@ -146,8 +161,19 @@ class WholeListCounter:
             tokens_after=after,
         )
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copies and pickles start with an empty cache (a lock cannot be copied)."""
+        maxsize = self.maxsize if self.sized else None
+        return (_restore, (self.function, maxsize, self.label))
+
     def __repr__(self) -> str:
         return f"WholeListCounter({self.label})"
+
+
+def _restore(
+    function: Callable[[list[BaseMessage]], int], maxsize: int | None, label: str
+) -> WholeListCounter:
+    return WholeListCounter(function, maxsize, label=label)
 
 
 _PINNED = (PINNED, ANCHOR)

@@ -1,0 +1,228 @@
+"""The count caches never return a count that differs from a fresh count, and
+hold no content of a message that is gone."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import tracemalloc
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+)
+
+from langchain_turntrim import CachedCounter, TiktokenCounter, TurnTrimmer, per_list
+from langchain_turntrim._counting.keys import message_key
+
+pytestmark = pytest.mark.usefixtures("tiktoken_cache")
+
+IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "iVBORw0K" * 8_000}}
+
+
+def bare() -> TiktokenCounter:
+    return TiktokenCounter("gpt-4")
+
+
+class Tally:
+    """A ``TokenCounter`` of content lengths that records what it counted."""
+
+    overhead = 0
+
+    def __init__(self, hook: Callable[[Sequence[BaseMessage]], None] | None = None) -> None:
+        self.counted: list[Any] = []
+        self.hook = hook
+
+    def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+        counts = [len(str(m.content)) for m in messages]
+        self.counted += [m.content for m in messages]
+        if self.hook is not None:
+            self.hook(messages)
+        return counts
+
+
+# -- 1. keys are unambiguous ----------------------------------------------------------------
+
+
+AMBIGUOUS = [
+    pytest.param(
+        [{"type": "text", "text": "hi"}], "[{'type': 'text', 'text': 'hi'}]", id="list-vs-its-repr"
+    ),
+    pytest.param([IMAGE], repr([IMAGE]), id="image-vs-its-repr"),
+    pytest.param(["a", "b"], "['a', 'b']", id="str-list-vs-its-repr"),
+]
+
+
+@pytest.mark.parametrize(("first", "second"), AMBIGUOUS)
+def test_content_that_spells_another_content_gets_its_own_count(first: Any, second: Any) -> None:
+    cached = CachedCounter(bare())
+    messages = [HumanMessage(first), HumanMessage(second)]
+    assert cached.count_each(messages[:1]) == bare().count_each(messages[:1])
+    assert cached.count_each(messages) == bare().count_each(messages)
+    assert message_key(messages[0]) != message_key(messages[1])
+
+
+def test_a_pasted_image_repr_is_not_kept_under_the_budget() -> None:
+    trimmer = TurnTrimmer(max_tokens=8_000, token_counter=bare())
+    image = [SystemMessage("be brief"), HumanMessage([IMAGE]), AIMessage("a cat")]
+    assert trimmer.invoke(image) == image
+    pasted = HumanMessage(repr([IMAGE]))
+    assert bare().count_each([pasted])[0] > 8_000
+    history = [*image, pasted]
+    assert trimmer.invoke(history) == history[:1]
+
+
+@pytest.mark.parametrize(("first", "second"), AMBIGUOUS)
+def test_whole_list_counter_keys_are_unambiguous(first: Any, second: Any) -> None:
+    exact = bare()
+    counter = per_list(lambda ms: exact.overhead + sum(exact.count_each(ms)))
+    one, other = [HumanMessage(first)], [HumanMessage(second)]
+    assert counter.count(one) == exact.overhead + sum(exact.count_each(one))
+    assert counter.count(other) == exact.overhead + sum(exact.count_each(other))
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        pytest.param({"x": True}, {"x": 1}, id="bool-vs-int"),
+        pytest.param({"x": 1}, {"x": 1.0}, id="int-vs-float"),
+        pytest.param({"x": "1"}, {"x": 1}, id="str-vs-int"),
+        pytest.param({"x": ("a",)}, {"x": ["a"]}, id="tuple-vs-list"),
+        pytest.param({"a": "b", "c": "d"}, {"c": "d", "a": "b"}, id="key-order"),
+        pytest.param({"x": None}, {"x": "None"}, id="None-vs-its-name"),
+    ],
+)
+def test_keys_tell_equal_looking_values_apart(one: Any, other: Any) -> None:
+    first = HumanMessage("same", additional_kwargs=one)
+    second = HumanMessage("same", additional_kwargs=other)
+    assert message_key(first) != message_key(second)
+
+
+def test_equal_messages_share_a_key() -> None:
+    build = lambda: AIMessage(  # noqa: E731
+        [{"type": "text", "text": "x"}],
+        tool_calls=[{"name": "f", "args": {"q": [1, 2.5, None]}, "id": "c"}],
+        name="bot",
+    )
+    assert message_key(build()) == message_key(build())
+    assert message_key(build()) is not None
+
+
+def test_a_name_reassigned_to_a_list_counts_like_uncached() -> None:
+    message = HumanMessage("hi", name="ana")
+    message.name = ["ana", "bo"]  # type: ignore[assignment]
+    assert CachedCounter(bare()).count_each([message]) == bare().count_each([message])
+
+
+# -- 2. memory ------------------------------------------------------------------------------
+
+
+class Lengths:
+    """A ``TokenCounter`` of content lengths that keeps nothing."""
+
+    overhead = 0
+
+    def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+        return [len(str(m.content)) for m in messages]
+
+
+def test_a_dead_message_keeps_none_of_its_content_alive() -> None:
+    content = "x" * 100_000 + " unique to this test"
+    baseline = sys.getrefcount(content)
+    cached = CachedCounter(Lengths())
+    message = HumanMessage(content)
+    cached.count_each([message])
+    del message
+    gc.collect()
+    assert sys.getrefcount(content) == baseline
+
+
+def test_a_key_does_not_copy_the_content() -> None:
+    cached = CachedCounter(Lengths())
+    messages = [
+        HumanMessage([{"type": "text", "text": f"{i} " + "y" * 1_000_000}]) for i in range(3)
+    ]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        cached.count_each(messages)
+        del messages
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(cached) == 3
+    assert grown < 50_000  # 3 MB of content went through the cache
+
+
+# -- 3. a field reassigned while the message is being counted -------------------------------
+
+
+def test_content_reassigned_after_it_was_read_is_counted_again() -> None:
+    message = HumanMessage("short")
+
+    def meanwhile(_: Sequence[BaseMessage]) -> None:  # another thread, right after the read
+        message.content = "a much longer content"
+
+    cached = CachedCounter(Tally(hook=meanwhile))
+    assert cached.count_each([message]) == [len("short")]
+    cached.counter.hook = None  # type: ignore[attr-defined]
+    assert cached.count_each([message]) == [len("a much longer content")]
+
+
+def test_content_reassigned_before_it_was_read_is_not_filed_under_the_old_content() -> None:
+    message = HumanMessage("short")
+
+    class Early(Tally):
+        def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+            message.content = "a much longer content"  # another thread, before the read
+            return super().count_each(messages)
+
+    cached = CachedCounter(Early())
+    first = cached.count_each([message])
+    assert first in ([len("short")], [len("a much longer content")])
+    fresh = HumanMessage("short")
+    assert cached.count_each([fresh]) == [len("short")]
+    assert cached.count_each([message]) == [len("a much longer content")]
+
+
+# -- 5. eviction ----------------------------------------------------------------------------
+
+
+def test_the_identity_layer_evicts_the_least_recently_used() -> None:
+    tally = Tally()
+    cached = CachedCounter(tally, maxsize=2)
+    a, b, c = HumanMessage("a"), HumanMessage("b"), HumanMessage("c")
+    cached.count_each([a, b])
+    cached.count_each([a])  # a is now the most recently used
+    cached.count_each([c])  # evicts b
+    tally.counted.clear()
+    cached.count_each([a])
+    assert tally.counted == []
+
+
+class Peak(OrderedDict):  # type: ignore[type-arg]
+    """An ``OrderedDict`` that remembers the most entries it ever held."""
+
+    peak = 0
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        self.peak = max(self.peak, len(self))
+
+
+def test_a_long_call_never_holds_more_than_maxsize_entries() -> None:
+    cached = CachedCounter(Tally(), maxsize=64)
+    cached._cache._data = content = Peak()
+    cached._known = identity = Peak()
+    messages = [HumanMessage(f"m{i}") for i in range(2_000)]
+    assert cached.count_each(messages) == [len(m.content) for m in messages]
+    assert content.peak <= 64
+    assert identity.peak <= 64
+    assert cached.count_each(messages) == [len(m.content) for m in messages]
