@@ -192,6 +192,27 @@ def test_content_reassigned_before_it_was_read_is_not_filed_under_the_old_conten
     assert cached.count_each([message]) == [len("a much longer content")]
 
 
+# -- 4. per_list and cache_size=0 -----------------------------------------------------------
+
+
+def test_per_list_follows_cache_size() -> None:
+    calls: list[int] = []
+
+    def count(messages: list[BaseMessage]) -> int:
+        calls.append(len(messages))
+        return len(messages)
+
+    trimmer = TurnTrimmer(max_tokens=100, token_counter=per_list(count), cache_size=0)
+    assert trimmer.counter.maxsize == 0  # type: ignore[attr-defined]
+    history = [HumanMessage("hi"), AIMessage("hello")]
+    trimmer.invoke(history)
+    first = len(calls)
+    trimmer.invoke(history)
+    assert len(calls) == 2 * first > 0
+    sized = TurnTrimmer(max_tokens=100, token_counter=per_list(count), cache_size=7)
+    assert sized.counter.maxsize == 7  # type: ignore[attr-defined]
+
+
 # -- 5. eviction ----------------------------------------------------------------------------
 
 

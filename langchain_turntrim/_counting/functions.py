@@ -44,8 +44,12 @@ def per_message(function: Callable[[BaseMessage], int]) -> TokenCounter:
 
 def per_list(function: Callable[[list[BaseMessage]], int]) -> WholeListCounter:
     """Say explicitly that ``function`` counts a whole list (``list[BaseMessage] -> int``),
-    like ``len`` or ``count_tokens_approximately``."""
+    like ``len`` or ``count_tokens_approximately``.
+
+    The counter's cache takes the size of the trimmer it is given to (its
+    ``cache_size``; 0 disables it).
+    """
     if not callable(function):
         msg = f"per_list needs a callable, got {type(function).__name__}"
         raise TypeError(msg)
-    return WholeListCounter(function)
+    return WholeListCounter(function, None)

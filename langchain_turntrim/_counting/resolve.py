@@ -46,7 +46,8 @@ def resolve_counter(token_counter: object, cache_size: int = DEFAULT_CACHE_SIZE)
     Accepted: ``"approximate"``; ``"tiktoken:MODEL"`` / ``"tiktoken:ENCODING"``
     (a ``TiktokenCounter``); a ``TokenCounter`` (wrapped in a ``CachedCounter``
     unless ``cache_size`` is 0 or it already is one; a ``CalibratedCounter``
-    is never wrapped: its counts change as it learns); a ``WholeListCounter``;
+    is never wrapped: its counts change as it learns); a ``WholeListCounter``
+    (one from ``per_list`` is given a cache of ``cache_size`` entries);
     an OpenAI chat model (counted exactly and locally by ``TiktokenCounter``);
     any other object with ``get_num_tokens_from_messages``;
     ``count_tokens_approximately``; any other callable, by the annotation rule
@@ -55,7 +56,9 @@ def resolve_counter(token_counter: object, cache_size: int = DEFAULT_CACHE_SIZE)
     """
     check_count(cache_size, "cache_size")
     counter = _expand(token_counter, cache_size)
-    if isinstance(counter, (CachedCounter, WholeListCounter, ApproximateCounter)):
+    if isinstance(counter, WholeListCounter):
+        return counter if counter.sized else counter.resized(cache_size)
+    if isinstance(counter, (CachedCounter, ApproximateCounter)):
         return counter
     if isinstance(counter, CalibratedCounter):  # its counts change as it learns: never cached
         return counter
