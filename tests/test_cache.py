@@ -3,16 +3,23 @@ hold no content of a message that is gone."""
 
 from __future__ import annotations
 
+import copy
 import gc
 import sys
+import threading
+import time
 import tracemalloc
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from langchain_core.messages import (
     AIMessage,
+    AIMessageChunk,
     BaseMessage,
     HumanMessage,
     SystemMessage,
@@ -20,6 +27,7 @@ from langchain_core.messages import (
 
 from langchain_turntrim import CachedCounter, TiktokenCounter, TurnTrimmer, per_list
 from langchain_turntrim._counting.keys import message_key
+from tests import strategies as lcst
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
@@ -247,3 +255,161 @@ def test_a_long_call_never_holds_more_than_maxsize_entries() -> None:
     assert content.peak <= 64
     assert identity.peak <= 64
     assert cached.count_each(messages) == [len(m.content) for m in messages]
+
+
+# -- 6. a cached counter always says what the bare counter says -----------------------------
+
+
+def tricky_contents() -> st.SearchStrategy[Any]:
+    """Contents, and strings that spell other contents (their repr, their str)."""
+    base = lcst.contents()
+    return st.one_of(base, base.map(repr), base.map(str), st.just(""), st.just([]))
+
+
+def reassignments() -> st.SearchStrategy[tuple[str, Any]]:
+    return st.one_of(
+        st.tuples(st.just("content"), tricky_contents()),
+        st.tuples(st.just("name"), st.one_of(lcst.names(), st.just(["a", "b"]), st.just(7))),
+        st.tuples(
+            st.just("additional_kwargs"),
+            st.dictionaries(st.sampled_from(["name", "x", "__openai_role__"]), lcst.json_values()),
+        ),
+        st.tuples(st.just("tool_calls"), st.lists(lcst.tool_calls(), max_size=2)),
+        st.tuples(st.just("tool_call_id"), st.text(max_size=5)),
+        st.tuples(st.just("role"), st.sampled_from(["user", "assistant", "robot"])),
+    )
+
+
+class CacheAgrees(RuleBasedStateMachine):
+    """Random message creation, reassignment, copies, chunk addition and deletion,
+    with counts compared after every step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bare = bare()
+        self.cached: CachedCounter | None = None
+        self.pool: list[BaseMessage] = []
+
+    @initialize(maxsize=st.sampled_from([1, 3, 64]))
+    def build(self, maxsize: int) -> None:
+        self.cached = CachedCounter(self.bare, maxsize)
+
+    @rule(message=lcst.messages())
+    def create(self, message: BaseMessage) -> None:
+        self.pool.append(message)
+
+    @rule(content=tricky_contents())
+    def create_tricky(self, content: Any) -> None:
+        self.pool.append(HumanMessage(content))
+
+    @rule(content=lcst.contents(), spell=st.sampled_from([repr, str]))
+    def create_twins(self, content: Any, spell: Callable[[Any], str]) -> None:
+        """A message, and one whose text spells the first one's content."""
+        self.pool += [HumanMessage(content), HumanMessage(spell(content))]
+
+    @precondition(lambda self: self.pool)
+    @rule(data=st.data(), change=reassignments())
+    def reassign(self, data: st.DataObject, change: tuple[str, Any]) -> None:
+        message = data.draw(st.sampled_from(self.pool))
+        field, value = change
+        if field in type(message).model_fields:
+            setattr(message, field, copy.deepcopy(value))
+
+    @precondition(lambda self: self.pool)
+    @rule(data=st.data(), deep=st.booleans(), content=st.none() | tricky_contents())
+    def model_copy(self, data: st.DataObject, deep: bool, content: Any) -> None:
+        message = data.draw(st.sampled_from(self.pool))
+        update = {} if content is None else {"content": content}
+        self.pool.append(message.model_copy(update=update, deep=deep))
+
+    @rule(first=lcst.texts(), second=lcst.texts(), calls=st.booleans())
+    def add_chunks(self, first: str, second: str, calls: bool) -> None:
+        chunks = [
+            {"name": "f", "args": '{"a": ', "id": "c1", "index": 0},
+            {"name": None, "args": "1}", "id": None, "index": 0},
+        ]
+        one = AIMessageChunk(first, tool_call_chunks=chunks[:1] if calls else [])
+        two = AIMessageChunk(second, tool_call_chunks=chunks[1:] if calls else [])
+        self.pool.append(one + two)
+
+    @precondition(lambda self: self.pool)
+    @rule(data=st.data(), collect=st.booleans())
+    def delete(self, data: st.DataObject, collect: bool) -> None:
+        del self.pool[data.draw(st.integers(0, len(self.pool) - 1))]
+        if collect:
+            gc.collect(0)  # the young generation: what a deleted message's cycles are in
+
+    @invariant()
+    def counts_agree(self) -> None:
+        assert self.cached is not None
+        fresh = self.bare.count_each(self.pool)
+        assert self.cached.count_each(self.pool) == fresh
+        assert self.cached.count_each(self.pool[::-1]) == fresh[::-1]
+
+
+TestCacheAgrees = CacheAgrees.TestCase
+# Hypothesis describes every step; a few steps hold tool calls long enough to warn.
+TestCacheAgrees.pytestmark = [pytest.mark.filterwarnings("ignore:Generating overly large repr")]
+TestCacheAgrees.settings = settings(
+    max_examples=60,
+    stateful_step_count=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+class Yielding:
+    """Content lengths, letting other threads run between reading the
+    messages and answering (where a torn read would show)."""
+
+    overhead = 0
+
+    def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+        time.sleep(0)
+        counts = [len(str(m.content)) + len(str(m.name)) for m in messages]
+        time.sleep(0)
+        return counts
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    values=st.lists(tricky_contents(), min_size=2, max_size=6, unique_by=repr),
+    maxsize=st.sampled_from([2, 64]),
+)
+def test_threads_reassigning_fields_never_poison_the_cache(values: list[Any], maxsize: int) -> None:
+    bare_counter = Yielding()
+    cached = CachedCounter(bare_counter, maxsize)
+    messages = [HumanMessage(copy.deepcopy(values[0]), name=str(i)) for i in range(4)]
+    possible = {c for v in values for c in bare_counter.count_each([HumanMessage(v, name="0")])}
+    seen: list[int] = []
+    stop = threading.Event()
+
+    def write(seed: int) -> None:
+        k = seed
+        while not stop.is_set():
+            k += 1
+            messages[k % len(messages)].content = copy.deepcopy(values[k % len(values)])
+
+    def read() -> None:
+        for _ in range(200):
+            seen.extend(cached.count_each(messages[:1]))
+            cached.count_each(messages)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    writers = [threading.Thread(target=write, args=(s,)) for s in range(2)]
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    try:
+        for thread in writers + readers:
+            thread.start()
+        for thread in readers:
+            thread.join()
+    finally:
+        stop.set()
+        for thread in writers:
+            thread.join()
+        sys.setswitchinterval(interval)
+    assert set(seen) <= possible
+    assert cached.count_each(messages) == bare_counter.count_each(messages)
+    fresh = [HumanMessage(copy.deepcopy(v), name="0") for v in values]
+    assert cached.count_each(fresh) == bare_counter.count_each(fresh)
