@@ -1,11 +1,12 @@
 """``turntrim``: trim or inspect a chat transcript from the shell.
 
 ``turntrim trim`` writes the kept messages in the input's own shape (a JSON
-array, an object with a ``"messages"`` array, or JSONL), each one exactly as it
-was read, so it can sit in a pipeline. ``turntrim report`` shows a table of the
-turns for a human (it needs ``rich``: ``pip install langchain-turntrim[cli]``),
+array, an object with a ``"messages"`` array, or JSONL), each one the very text
+it was read as, so it can sit in a pipeline. ``turntrim report`` shows a table
+of the turns for a human (it needs ``rich``: ``pip install langchain-turntrim[cli]``),
 and ``turntrim demo`` runs the report on a conversation shipped with the
-package. Every error is one line on stderr and exit status 2.
+package. Every error is one line on stderr and exit status 2 (130 when
+interrupted); a trim that keeps only the system messages says so on stderr.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from importlib import resources
 from typing import Any, Final, NoReturn
 
 from langchain_turntrim import __version__
+from langchain_turntrim._cli.terminal import neutral
 from langchain_turntrim._cli.transcript import (
     InputError,
     Transcript,
@@ -57,16 +59,18 @@ examples:
   turntrim demo
 
 input: a JSON array of OpenAI chat messages (role, content, tool_calls,
-tool_call_id, name), an object with a "messages" array (other keys are kept),
-or JSONL (one message per line); "-" reads stdin. With --counter field, each
-message is a record {id, role, tokens} and its "tokens" is its cost.
+tool_call_id, name), an object with a "messages" array (other keys are kept;
+its "tools" are priced), or JSONL (one message per line); "-" reads stdin.
+Kept messages are written as they were read, byte for byte. With --counter
+field, each message is a record {id, role, tokens} and its "tokens" is its cost.
 
 counters (--token-counter, or --counter): approximate (default; LangChain's
 count_tokens_approximately),
 tiktoken:MODEL or tiktoken:ENCODING (OpenAI's exact count, offline once the
 encoding file is cached), field (the "tokens" of each message).
 
-exit status: 0 on success, 2 on any error (one line on stderr)."""
+exit status: 0 on success (a warning on stderr when only the system messages
+are kept), 2 on any error (one line on stderr), 130 when interrupted."""
 
 
 class RichMissingError(ImportError):
@@ -104,25 +108,31 @@ def _overflow(args: argparse.Namespace) -> Overflow:
 
 @dataclass(frozen=True)
 class Planned:
-    """A plan, (for the report) each message's turn kind and cost, and the
-    compaction of the newest turn under ``--on-overflow compact``."""
+    """A plan, (for the report) each message's turn kind and cost, the
+    compaction of the newest turn under ``--on-overflow compact``, and the
+    request's tool schemas: how many, and their tokens."""
 
     plan: TrimPlan
     kinds: list[int]
     costs: list[int]
     compaction: Compaction | None = None
+    tools: int = 0
+    tool_tokens: int = 0
 
-    def kept(self, items: list[Any]) -> list[Any]:
-        """The kept items of the transcript: each as it was read, or, when
-        compacted, the same object with its compacted ``content``."""
+    def kept(self) -> tuple[list[int], dict[int, Any]]:
+        """The kept indices of the transcript, and the compacted ``content`` of
+        each kept message whose content compaction changed."""
         compaction = self.compaction
         if compaction is None:
-            return self.plan.select(items)
+            return list(self.plan.kept), {}
         changed = compaction.changed
-        return [
-            {**items[i], "content": changed[i].content} if i in changed else items[i]
-            for i in compaction.kept
-        ]
+        return list(compaction.kept), {
+            i: changed[i].content for i in compaction.kept if i in changed
+        }
+
+
+class StreamClosedError(OSError):
+    """stdout is closed: there is nowhere to write the output."""
 
 
 # -- command line ---------------------------------------------------------------------------
@@ -204,6 +214,14 @@ def _add_trim_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``turntrim`` with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        _say("interrupted")
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _build_parser()
     try:
         args = parser.parse_args(None if argv is None else list(argv))
@@ -211,6 +229,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _exit_status(exit_.code)
     run: Callable[[argparse.Namespace], int] = args.run
     try:
+        if sys.stdout is None:
+            msg = "cannot write the output: stdout is closed"
+            raise StreamClosedError(msg)
         return run(args)
     except RichMissingError:
         return _fail(RICH_MISSING)
@@ -229,9 +250,15 @@ def _exit_status(code: object) -> int:
 
 
 def _fail(message: str) -> int:
-    # Library messages may span lines; the contract is one line.
-    sys.stderr.write(f"{PROG}: error: {' '.join(message.split())}\n")
+    _say(f"error: {message}")
     return 2
+
+
+def _say(message: str) -> None:
+    """One line on stderr, if there is one: library messages may span lines,
+    and nothing from a transcript may drive the terminal."""
+    if sys.stderr is not None:
+        sys.stderr.write(f"{PROG}: {neutral(' '.join(message.split()))}\n")
 
 
 def _silence_stdout() -> None:
@@ -251,8 +278,26 @@ def _run_trim(args: argparse.Namespace) -> int:
     choice = _choose_counter(args.counter)
     transcript = read_transcript(args.file)
     planned = _plan(transcript, choice, max_tokens, _overflow(args), with_costs=False)
-    write(dump(transcript, planned.kept(transcript.messages)))
+    write(dump(transcript, *planned.kept()))
+    if planned.compaction is None:
+        _warn_if_only_systems(planned.plan)
     return 0
+
+
+def _warn_if_only_systems(plan: TrimPlan) -> None:
+    """Keeping only the system messages is the spec's answer, and worth a word."""
+    if not plan.budget_met:
+        pinned = plan.system_tokens + plan.overhead_tokens
+        _say(
+            f"warning: the system messages alone exceed the budget ({pinned:,} > "
+            f"{plan.max_tokens:,} tokens); only the system messages are kept"
+        )
+    elif plan.turns and not plan.kept_turns:
+        _say(
+            f"warning: not even the newest turn ({plan.newest_turn_tokens:,} tokens) fits "
+            f"in {plan.max_tokens:,} tokens beside the system messages; only the system "
+            "messages are kept"
+        )
 
 
 def _run_report(args: argparse.Namespace) -> int:
@@ -269,12 +314,15 @@ def _run_demo(args: argparse.Namespace) -> int:
     from langchain_turntrim._cli.tables import render_messages  # noqa: PLC0415
 
     max_tokens = _check_budget(args.max_tokens)
-    text = resources.files("langchain_turntrim._cli").joinpath(SAMPLE).read_text(encoding="utf-8")
-    transcript = parse(text, SAMPLE)
+    transcript = parse(_sample_text(), SAMPLE)
     choice = CounterChoice("approximate", ApproximateCounter())
     plan = _show_report(transcript, choice, max_tokens, Overflow("drop"))
     render_messages(plan.select(transcript.messages), plan.size, sys.stdout)
     return 0
+
+
+def _sample_text() -> str:
+    return resources.files("langchain_turntrim._cli").joinpath(SAMPLE).read_text(encoding="utf-8")
 
 
 def _show_report(
@@ -283,7 +331,14 @@ def _show_report(
     from langchain_turntrim._cli.tables import render, summarize  # noqa: PLC0415
 
     planned = _plan(transcript, choice, max_tokens, on_overflow, with_costs=True)
-    summary = summarize(transcript.messages, planned.kinds, planned.costs, planned.plan)
+    summary = summarize(
+        transcript.messages,
+        planned.kinds,
+        planned.costs,
+        planned.plan,
+        tools=planned.tools,
+        tool_tokens=planned.tool_tokens,
+    )
     title = f"{transcript.source}: budget {max_tokens:,} tokens, counter {choice.label}"
     render(summary, title, sys.stdout)
     if planned.compaction is not None:
@@ -371,9 +426,12 @@ def _plan(
         trim_to=overflow.trim_to,
         cache_size=0,
     )
-    report = trimmer.report(messages)
+    tools = (transcript.envelope or {}).get("tools") or []
+    tool_tokens = trimmer.counter.count_tools(tools)
+    report = trimmer.report(messages, reserved=tool_tokens)
     plan = report.plan
     if not with_costs:
-        return Planned(plan, [], [], report.compaction)
-    costs = choice.counter.count_each(messages)
-    return Planned(plan, message_kinds(messages), costs, report.compaction)
+        return Planned(plan, [], [], report.compaction, len(tools), tool_tokens)
+    costs = trimmer.counter.count_each(messages)
+    kinds = message_kinds(messages)
+    return Planned(plan, kinds, costs, report.compaction, len(tools), tool_tokens)

@@ -2,7 +2,8 @@
 
 The summary is plain Python; only the rendering imports ``rich`` (the optional
 ``cli`` extra), and only when called. ``rich`` colours the output on a terminal
-and writes plain text when piped.
+and writes plain text when piped. Everything shown from a transcript goes
+through ``neutral``: no control character reaches the terminal.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+from langchain_turntrim._cli.terminal import neutral
 from langchain_turntrim._core import ANCHOR, PINNED, START, TrimPlan
 
 if TYPE_CHECKING:
@@ -76,10 +78,19 @@ class Summary:
 
     rows: tuple[TurnRow, ...]
     plan: TrimPlan
+    #: The request's tool schemas: how many, and their tokens (part of the plan's overhead).
+    tools: int = 0
+    tool_tokens: int = 0
 
 
 def summarize(
-    items: Sequence[Any], kinds: Sequence[int], costs: Sequence[int], plan: TrimPlan
+    items: Sequence[Any],
+    kinds: Sequence[int],
+    costs: Sequence[int],
+    plan: TrimPlan,
+    *,
+    tools: int = 0,
+    tool_tokens: int = 0,
 ) -> Summary:
     """One row per turn, in order; pinned (system) messages belong to no row.
 
@@ -88,22 +99,22 @@ def summarize(
     """
     rows: list[TurnRow] = []
     number: int | None = None
-    label, count, tools, tokens, kept = ORPHANS, 0, 0, 0, False
+    label, count, calls, tokens, kept = ORPHANS, 0, 0, 0, False
     for index, (item, kind, cost) in enumerate(zip(items, kinds, costs, strict=True)):
         if kind == PINNED:
             continue
         if kind in (START, ANCHOR):  # a summary (ANCHOR) heads a row; its tokens are pinned
             if count:
-                rows.append(TurnRow(number, label, count, tools, tokens, kept))
+                rows.append(TurnRow(number, label, count, calls, tokens, kept))
             number = 1 if number is None else number + 1
-            label, count, tools, tokens = first_words(item), 0, 0, 0
+            label, count, calls, tokens = first_words(item), 0, 0, 0
             kept = index >= plan.keep_from
         count += 1
-        tools += tool_call_count(item)
+        calls += tool_call_count(item)
         tokens += 0 if kind == ANCHOR else cost
     if count:
-        rows.append(TurnRow(number, label, count, tools, tokens, kept))
-    return Summary(tuple(rows), plan)
+        rows.append(TurnRow(number, label, count, calls, tokens, kept))
+    return Summary(tuple(rows), plan, tools, tool_tokens)
 
 
 def message_text(item: object) -> str:
@@ -148,7 +159,7 @@ def render(summary: Summary, title: str, file: TextIO) -> None:
     from rich.text import Text  # noqa: PLC0415
 
     console = _console(file)
-    console.print(Text(title, style="bold"), soft_wrap=True)  # a long path stays whole
+    console.print(Text(neutral(title), style="bold"), soft_wrap=True)  # a long path stays whole
     console.print(_turn_table(summary, unicode=console.encoding.startswith("utf")))
     console.print(_totals(summary))
 
@@ -224,7 +235,7 @@ def _folded_cells(rows: FoldedRows) -> tuple[Text | str, ...]:
 def _label(text: str) -> Text:
     from rich.text import Text  # noqa: PLC0415
 
-    return Text(text, no_wrap=True, overflow="ellipsis")
+    return Text(neutral(text), no_wrap=True, overflow="ellipsis")
 
 
 def _bar(tokens: int, largest: int, *, unicode: bool) -> str:
@@ -251,8 +262,12 @@ def _totals(summary: Summary) -> Table:
     grid.add_row(
         "system", f"{plan.system_tokens:,}", f"tokens ({pinned} {_plural('message', pinned)})"
     )
-    if plan.overhead_tokens:
-        grid.add_row("overhead", f"{plan.overhead_tokens:,}", "tokens (once per request)")
+    if summary.tools:
+        described = f"tokens ({summary.tools:,} tool {_plural('schema', summary.tools)})"
+        grid.add_row("tools", f"{summary.tool_tokens:,}", described)
+    overhead = plan.overhead_tokens - summary.tool_tokens
+    if overhead:
+        grid.add_row("overhead", f"{overhead:,}", "tokens (once per request)")
     grid.add_row("before", f"{plan.tokens_before:,}", f"tokens ({_count(plan.turns, plan.size)})")
     grid.add_row(
         "after",
@@ -291,8 +306,8 @@ def render_messages(kept: Sequence[Any], total: int, file: TextIO) -> None:
     for item in kept:
         role = str(item.get("role", "?")) if isinstance(item, dict) else "?"
         line = Text("  ")
-        line.append(f"{role:<10}", style=_ROLE_STYLES.get(role, ""))
-        line.append(" " + one_line(item))
+        line.append(f"{neutral(role):<10}", style=_ROLE_STYLES.get(role, ""))
+        line.append(" " + neutral(one_line(item)))
         console.print(line, no_wrap=True, overflow="ellipsis")
 
 

@@ -1,12 +1,14 @@
 """Transcripts: reading a JSON array, an object with ``"messages"`` or JSONL, and
-writing kept messages back in the same shape."""
+writing kept messages back in the same shape, each one the very text it was read as."""
 
 from __future__ import annotations
 
 import errno
 import json
+import re
 import sys
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,17 +39,29 @@ class InputError(ValueError):
 
 @dataclass(frozen=True)
 class Transcript:
-    """Messages as read, and what is needed to write a subset back in the same shape."""
+    """Messages as read, and what is needed to write a subset back in the same shape.
+
+    ``parts`` holds each message's text as read, with the whitespace before
+    and after it (between the separators); ``head`` and ``tail`` are the
+    document around them (up to and including the messages array's ``[``,
+    and from its ``]`` on). Writing every part back gives the input again.
+    """
 
     source: str
     shape: Shape
     messages: list[Any]
     envelope: dict[str, Any] | None = None
     lines: list[int] | None = None  # JSONL: the line of each message
+    parts: list[tuple[str, str, str]] = field(default_factory=list)
+    head: str = ""
+    tail: str = ""
 
 
 def read_transcript(path: str) -> Transcript:
     source = "<stdin>" if path == "-" else path
+    if path == "-" and sys.stdin is None:
+        msg = "cannot read <stdin>: stdin is closed"
+        raise InputError(msg)
     try:
         data = _read_stdin() if path == "-" else Path(path).read_bytes()
     except OSError as error:
@@ -83,9 +97,13 @@ def parse(text: str, source: str) -> Transcript:
             return _parse_jsonl(text, source)
         raise _json_error(source, error.msg, error.lineno, error.colno) from error
     if isinstance(data, list):
-        return Transcript(source, "array", data)
+        start = _skip(text, 0)
+        messages, parts, end = _scan_array(text, start)
+        return Transcript(
+            source, "array", messages, parts=parts, head=text[: start + 1], tail=text[end:]
+        )
     if isinstance(data, dict):
-        return _from_object(data, source)
+        return _from_object(data, text, source)
     msg = (
         f"{source}: expected a JSON array of messages, an object with a 'messages' array "
         f"or JSONL, got a {json_type(data)}"
@@ -100,10 +118,10 @@ def _is_json_object(line: str) -> bool:
         return False
 
 
-def _from_object(data: dict[str, Any], source: str) -> Transcript:
+def _from_object(data: dict[str, Any], text: str, source: str) -> Transcript:
     if "messages" not in data:
         if "role" in data or "type" in data:  # JSONL holding a single message
-            return Transcript(source, "jsonl", [data], lines=[1])
+            return Transcript(source, "jsonl", [data], lines=[1], parts=[("", text.strip(), "")])
         keys = ", ".join(repr(key) for key in list(data)[:5]) or "none"
         msg = f"{source}: a JSON object needs a 'messages' array (its keys: {keys})"
         raise InputError(msg)
@@ -111,12 +129,27 @@ def _from_object(data: dict[str, Any], source: str) -> Transcript:
     if not isinstance(messages, list):
         msg = f"{source}: 'messages' must be an array, got a {json_type(messages)}"
         raise InputError(msg)
-    return Transcript(source, "object", messages, envelope=data)
+    tools = data.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        msg = f"{source}: 'tools' must be an array, got a {json_type(tools)}"
+        raise InputError(msg)
+    start = _messages_value(text)
+    messages, parts, end = _scan_array(text, start)
+    return Transcript(
+        source,
+        "object",
+        messages,
+        envelope=data,
+        parts=parts,
+        head=text[: start + 1],
+        tail=text[end:],
+    )
 
 
 def _parse_jsonl(text: str, source: str) -> Transcript:
     messages: list[Any] = []
     lines: list[int] = []
+    parts: list[tuple[str, str, str]] = []
     decode = json.loads
     # Not splitlines(): JSON strings may hold U+2028 and friends unescaped.
     for number, line in enumerate(text.split("\n"), 1):
@@ -130,7 +163,67 @@ def _parse_jsonl(text: str, source: str) -> Transcript:
         except json.JSONDecodeError as error:
             raise _json_error(source, error.msg, number, error.colno) from error
         lines.append(number)
-    return Transcript(source, "jsonl", messages, lines=lines)
+        parts.append(("", line, ""))
+    return Transcript(source, "jsonl", messages, lines=lines, parts=parts)
+
+
+# The document is valid JSON (json.loads read it) when these scan it again for
+# where each message's text starts and ends.
+_decoder = json.JSONDecoder()
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _skip(text: str, index: int) -> int:
+    """The index of the first non-whitespace character from ``index``."""
+    match = _WHITESPACE.match(text, index)
+    return match.end() if match else index
+
+
+def _scan_array(text: str, start: int) -> tuple[list[Any], list[tuple[str, str, str]], int]:
+    """The values of the array at ``text[start]`` (a ``[``), each one's
+    (whitespace before, text, whitespace after), and the index of its ``]``."""
+    values: list[Any] = []
+    parts: list[tuple[str, str, str]] = []
+    after_separator = start + 1
+    index = _skip(text, after_separator)
+    if text[index] == "]":
+        return values, parts, index
+    while True:
+        value, end = _decoder.raw_decode(text, index)
+        separator = _skip(text, end)
+        values.append(value)
+        parts.append((text[after_separator:index], text[index:end], text[end:separator]))
+        if text[separator] == "]":
+            return values, parts, separator
+        after_separator = separator + 1
+        index = _skip(text, after_separator)
+
+
+def _messages_value(text: str) -> int:
+    """Where the value of the top-level object's last ``"messages"`` member starts
+    (the one ``json.loads`` keeps)."""
+    span = _member_value(text, _skip(text, 0), "messages")
+    if span is None:
+        msg = "the document has no 'messages' member"
+        raise InputError(msg)
+    return span[0]
+
+
+def _member_value(text: str, start: int, name: str) -> tuple[int, int] | None:
+    """The span of the value of the last member ``name`` of the object at
+    ``text[start]`` (a ``{``), or None when it has no such member."""
+    index = _skip(text, start + 1)
+    found = None
+    while text[index] != "}":
+        key, end = _decoder.raw_decode(text, index)
+        value_start = _skip(text, _skip(text, end) + 1)  # past the ':'
+        _, value_end = _decoder.raw_decode(text, value_start)
+        if key == name:
+            found = (value_start, value_end)
+        index = _skip(text, value_end)
+        if text[index] == ",":
+            index = _skip(text, index + 1)
+    return found
 
 
 def _too_deep(where: str) -> InputError:
@@ -189,16 +282,39 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def dump(transcript: Transcript, kept: list[Any]) -> str:
-    """The kept messages in the input's shape."""
+def dump(
+    transcript: Transcript, kept: Sequence[int], contents: Mapping[int, Any] | None = None
+) -> str:
+    """The messages at the ``kept`` indices in the input's shape, each the text it
+    was read as (numbers, escapes, duplicate keys and all), ending in a newline.
+
+    A JSON document keeps everything around its messages as it was; JSONL
+    keeps one message per line. ``contents`` maps an index to a new
+    ``content`` (compaction): only that member's value is rewritten.
+    """
+    contents = contents or {}
+    parts = transcript.parts
+    texts = [_replace_content(parts[i], contents[i]) if i in contents else parts[i] for i in kept]
     if transcript.shape == "jsonl":
-        return "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in kept)
-    if transcript.shape == "object" and transcript.envelope is not None:
-        envelope = transcript.envelope
-        document: Any = {key: kept if key == "messages" else envelope[key] for key in envelope}
+        return "".join(text + "\n" for _, text, _ in texts)
+    inside = ",".join("".join(part) for part in texts)
+    document = transcript.head + inside + transcript.tail
+    return document if document.endswith("\n") else document + "\n"
+
+
+def _replace_content(part: tuple[str, str, str], content: Any) -> tuple[str, str, str]:
+    """A message's text with its ``content`` member's value replaced (added if absent)."""
+    before, text, after = part
+    value = json.dumps(content, ensure_ascii=False)
+    span = _member_value(text, 0, "content")
+    if span is None:  # OpenAI may omit content beside tool calls
+        close = text.rindex("}")
+        separator = ", " if text[1:close].strip() else ""
+        text = f'{text[:close].rstrip()}{separator}"content": {value}{text[close:]}'
     else:
-        document = kept
-    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+        start, end = span
+        text = text[:start] + value + text[end:]
+    return before, text, after
 
 
 def write(text: str) -> None:

@@ -1,0 +1,301 @@
+"""The ``turntrim`` command loses nothing it keeps, lets nothing drive the terminal,
+and fails in one line whatever happens to its streams."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from langchain_turntrim._cli import app
+from langchain_turntrim._cli.app import main
+
+# Numbers and keys a re-serialisation would change: every one must come back as written.
+ODD = (
+    '{"role": "user", "content": "odd numbers", "id": "u1",\n'
+    '   "metadata": {"big": 1e400, "precise": 12345678901234567890.5, "e": 1e5,'
+    ' "zero": -0, "x": 1, "x": 2, "esc": "\\u00e9\\/"}}'
+)
+OLD = '{"role": "user", "content": "' + "old question " * 40 + '", "id": "u0"}'
+REPLY = '{"role":"assistant","content":"ok","id":"a1"}'
+
+
+@pytest.fixture(autouse=True)
+def _plain(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COLUMNS", "120")
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def put(tmp_path: Path, text: str, name: str = "chat.json") -> str:
+    path = tmp_path / name
+    path.write_bytes(text.encode("utf-8"))
+    return str(path)
+
+
+# -- 9. kept messages are written value for value ------------------------------------------
+
+
+def test_nothing_dropped_writes_the_input_unchanged(tmp_path, capsys):
+    for text in (
+        f"[\n  {ODD},\n  {REPLY}\n]\n",
+        f'{{"model": "m", "n": 1e5, "messages": [{ODD} , {REPLY}], "n": 2}}',
+        f"{ODD.replace(chr(10), ' ')}\n{REPLY}\n",
+    ):
+        code, out, err = run(capsys, "trim", put(tmp_path, text), "--max-tokens", "100000")
+        assert (code, err) == (0, "")
+        assert out == text if text.endswith("\n") else out == text + "\n"
+
+
+@pytest.mark.parametrize("shape", ["array", "object", "jsonl"])
+def test_kept_messages_are_the_bytes_that_were_read(tmp_path, capsys, shape):
+    odd = ODD.replace("\n", " ") if shape == "jsonl" else ODD
+    if shape == "array":
+        text = f"[{OLD},\n {odd},\t{REPLY}]"
+    elif shape == "object":
+        text = f'{{"temperature": 0.10000000000000001, "messages": [{OLD}, {odd}, {REPLY}]}}'
+    else:
+        text = f"{OLD}\n{odd}\r\n{REPLY}\n"
+    code, out, err = run(capsys, "trim", put(tmp_path, text), "--max-tokens", "60")
+    assert (code, err) == (0, "")
+    assert odd in out
+    assert REPLY in out
+    assert "old question" not in out
+    if shape == "object":
+        assert out.startswith('{"temperature": 0.10000000000000001, "messages": [')
+    kept = json.loads(out)["messages"] if shape == "object" else None
+    if shape == "array":
+        kept = json.loads(out)
+    if shape == "jsonl":
+        kept = [json.loads(line) for line in out.splitlines()]
+    assert [m["id"] for m in kept] == ["u1", "a1"]
+
+
+# -- 10. lone surrogates --------------------------------------------------------------------
+
+
+SURROGATE = '[{"role": "user", "content": "truncated emoji \\ud83d", "id": "u1"}]'
+
+
+def test_a_lone_surrogate_escape_is_written_back_as_it_was(tmp_path, capsys):
+    code, out, err = run(capsys, "trim", put(tmp_path, SURROGATE), "--max-tokens", "1000")
+    assert (code, err) == (0, "")
+    assert out == SURROGATE + "\n"
+
+
+def test_the_report_shows_a_lone_surrogate_without_failing(tmp_path, capsys):
+    code, out, err = run(capsys, "report", put(tmp_path, SURROGATE), "--max-tokens", "1000")
+    assert (code, err) == (0, "")
+    assert "truncated emoji \\ud83d" in out
+    out.encode("utf-8")
+
+
+# -- 11. nothing from the transcript drives the terminal -----------------------------------
+
+
+#: Escape sequences, and how each is shown instead.
+ESCAPES = {
+    "\x1b]52;c;cm0gLXJmIH4=\x07": r"\x1b]52;c;",  # OSC 52: set the clipboard
+    "\x1b]0;pwned\x07": r"\x1b]0;pwned\x07",  # the window title
+    "\x1b[2J\x1b[H": r"\x1b[2J\x1b[H",  # clear the screen
+    "\x9b2J": r"\x9b2J",  # the same with a C1 control
+    "\u202etxt.exe": r"\u202etxt.exe",  # right-to-left override
+    "bell\x07": r"bell\x07",
+}
+
+
+def hostile(text: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "system", "content": text},
+        {"role": "user", "content": text + " question", "name": text},
+        {
+            "role": "assistant",
+            "content": text,
+            "tool_calls": [
+                {"id": text, "type": "function", "function": {"name": text, "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": text, "content": text},
+        {"role": "user", "id": text, "content": ""},
+    ]
+
+
+def controls(text: str) -> list[str]:
+    """Control characters, surrogates and bidirectional controls in ``text``."""
+    bidi = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+    return [c for c in text if c != "\n" and (unicodedata.category(c) in ("Cc", "Cs") or c in bidi)]
+
+
+@pytest.mark.parametrize(("escape", "shown"), ESCAPES.items())
+def test_report_neutralises_control_characters(tmp_path, capsys, escape, shown):
+    path = put(tmp_path, json.dumps(hostile(escape)), name=f"chat{escape}.json")
+    code, out, err = run(capsys, "report", path, "--max-tokens", "60")
+    assert (code, err) == (0, "")
+    assert controls(out) == []
+    assert f"chat{shown}" in out  # the title
+    assert out.count(shown) >= 2  # and a turn
+
+
+def test_error_messages_neutralise_control_characters(tmp_path, capsys):
+    chat = [{"role": "user", "content": "hi"}, {"role": "\x1b[2Jbad", "content": "x"}]
+    code, out, err = run(capsys, "trim", put(tmp_path, json.dumps(chat)), "--max-tokens", "9")
+    assert (code, out) == (2, "")
+    assert controls(err) == []
+    assert "messages[1]" in err
+
+
+def test_the_demo_neutralises_control_characters(monkeypatch, capsys):
+    sample = json.dumps(hostile("\x1b]52;c;cm0gLXJmIH4=\x07"))
+    monkeypatch.setattr(app, "_sample_text", lambda: sample)
+    code, out, err = run(capsys, "demo", "--max-tokens", "1000")
+    assert (code, err) == (0, "")
+    assert controls(out) == []
+    assert "Kept " in out
+
+
+# -- 12. closed streams and Ctrl-C ------------------------------------------------------------
+
+
+def assert_one_line(code: int, err: str, status: int, fragment: str) -> None:
+    assert code == status
+    assert err.startswith("turntrim: ")
+    assert err.count("\n") == 1, err
+    assert fragment in err
+
+
+def test_stdout_closed(monkeypatch, tmp_path, capsys):
+    path = put(tmp_path, json.dumps([{"role": "user", "content": "hi"}]))
+    for command in ("trim", "report"):
+        monkeypatch.setattr(sys, "stdout", None)
+        code = main([command, path, "--max-tokens", "10"])
+        monkeypatch.undo()
+        assert_one_line(code, capsys.readouterr().err, 2, "stdout is closed")
+
+
+def test_stdin_closed(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", None)
+    code = main(["trim", "-", "--max-tokens", "10"])
+    assert_one_line(code, capsys.readouterr().err, 2, "stdin is closed")
+
+
+def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, tmp_path, capsys):
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(app, "read_transcript", interrupted)
+    code = main(["trim", put(tmp_path, "[]"), "--max-tokens", "10"])
+    assert_one_line(code, capsys.readouterr().err, 130, "interrupted")
+
+
+def _subprocess(script: str, *args: str, stdin: Any = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    return subprocess.run(
+        ["sh", "-c", script, sys.executable, *args],
+        stdin=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_subprocess_with_stdout_closed(tmp_path):
+    path = put(tmp_path, json.dumps([{"role": "user", "content": "hi"}]))
+    done = _subprocess('exec "$0" -m langchain_turntrim trim "$1" --max-tokens 10 >&-', path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "turntrim: error: cannot write the output: stdout is closed\n"
+
+
+def test_subprocess_with_stdin_closed():
+    done = _subprocess('exec "$0" -m langchain_turntrim trim - --max-tokens 10 <&-')
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "turntrim: error: cannot read <stdin>: stdin is closed\n"
+
+
+# -- 13. what trim says, and what it prices --------------------------------------------------
+
+
+CHAT = [
+    {"role": "system", "content": "You are terse."},
+    {"role": "user", "content": "first question " * 10},
+    {"role": "assistant", "content": "first answer " * 10},
+    {"role": "user", "content": "second question " * 10},
+    {"role": "assistant", "content": "second answer " * 10},
+]
+
+
+def test_keeping_only_the_system_messages_is_said_on_stderr(tmp_path, capsys):
+    path = put(tmp_path, json.dumps(CHAT))
+    code, out, err = run(capsys, "trim", path, "--max-tokens", "10")
+    assert code == 0
+    assert json.loads(out) == CHAT[:1]
+    assert err.startswith("turntrim: warning: ")
+    assert err.count("\n") == 1
+    assert "only the system messages are kept" in err
+    code, out, err = run(capsys, "trim", path, "--max-tokens", "100000")
+    assert (code, err) == (0, "")
+
+
+def test_the_system_messages_alone_over_budget_is_said_on_stderr(tmp_path, capsys):
+    code, out, err = run(capsys, "trim", put(tmp_path, json.dumps(CHAT)), "--max-tokens", "1")
+    assert code == 0
+    assert json.loads(out) == CHAT[:1]
+    assert "the system messages alone exceed the budget" in err
+
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "The weather in a city, today and for the next " + "days " * 60,
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
+
+
+@pytest.mark.parametrize("counter", ["approximate", "tiktoken:cl100k_base"])
+def test_a_request_bodys_tools_are_priced(tiktoken_cache, tmp_path, capsys, counter):
+    plain = put(tmp_path, json.dumps({"messages": CHAT}), name="plain.json")
+    tools = put(tmp_path, json.dumps({"messages": CHAT, "tools": TOOLS}), name="tools.json")
+    sizes = {}
+    for budget in range(40, 400, 5):
+        code, out, _ = run(capsys, "trim", plain, "--max-tokens", str(budget), "--counter", counter)
+        without = len(json.loads(out)["messages"])
+        code, out, _ = run(capsys, "trim", tools, "--max-tokens", str(budget), "--counter", counter)
+        assert json.loads(out)["tools"] == TOOLS
+        sizes[budget] = (without, len(json.loads(out)["messages"]))
+    assert all(with_tools <= without for without, with_tools in sizes.values())
+    assert any(with_tools < without for without, with_tools in sizes.values())
+    code, out, _ = run(capsys, "report", tools, "--max-tokens", "400", "--counter", counter)
+    assert code == 0
+    tools_row = next(line for line in out.splitlines() if line.startswith("tools "))
+    assert tools_row.rstrip().endswith("tokens (1 tool schema)")
+
+
+def test_a_tools_value_that_is_not_an_array_is_an_error(tmp_path, capsys):
+    path = put(tmp_path, json.dumps({"messages": CHAT, "tools": {"name": "x"}}))
+    code, out, err = run(capsys, "trim", path, "--max-tokens", "100")
+    assert (code, out) == (2, "")
+    assert "'tools' must be an array, got a object" in err
+
+
+def test_reading_stdin_as_bytes(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(SURROGATE.encode())))
+    code, out, err = run(capsys, "trim", "-", "--max-tokens", "1000")
+    assert (code, out, err) == (0, SURROGATE + "\n", "")
