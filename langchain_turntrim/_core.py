@@ -1,6 +1,7 @@
 """The turn-atomic trimming algorithm, on plain data.
 
-This module imports nothing from LangChain. It knows three kinds of message:
+This module imports nothing from LangChain (only ``_safe_repr``, which imports
+nothing either). It knows three kinds of message:
 
 * ``PINNED`` (system and developer messages): never dropped, paid for first;
 * ``START`` (user messages): each one opens a turn;
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from langchain_turntrim._stable import stable_first
+from langchain_turntrim._safe_repr import safe_repr
 
 __all__ = [
     "ANCHOR",
@@ -142,19 +144,21 @@ class TrimPlan:
 
 
 def check_count(value: object, name: str = "max_tokens") -> int:
-    """Return ``value`` if it is a non-negative int (not a bool), else raise
-    ``TypeError``/``ValueError`` naming it ``name``.
+    """Return ``value`` as an exact int if it is a non-negative int (not a
+    bool), else raise ``TypeError``/``ValueError`` naming it ``name``.
 
     The one rule for every count and size the package accepts (budgets,
-    reserves, cache sizes, token counts), with one message style.
+    reserves, cache sizes, token counts), with one message style. An ``int``
+    subclass is read as the int it holds: its own comparisons are never used.
     """
     if not isinstance(value, int) or isinstance(value, bool):
-        msg = f"{name} must be an int, got {type(value).__name__} {value!r}"
+        msg = f"{name} must be an int, got {type(value).__name__} {safe_repr(value, 80)}"
         raise TypeError(msg)
-    if value < 0:
-        msg = f"{name} must be >= 0, got {value}"
+    exact = int.__int__(value)
+    if exact < 0:
+        msg = f"{name} must be >= 0, got {exact}"
         raise ValueError(msg)
-    return value
+    return exact
 
 
 def check_trim_to(trim_to: object, max_tokens: int) -> int | None:
@@ -280,9 +284,12 @@ def _first_kept(
 
 def describe(index: int, message: object) -> str:
     """``messages[3] (id 'abc')``: how every error names a message, a mapping's
-    ``"id"`` or an object's ``id`` attribute."""
-    ident = message.get("id") if isinstance(message, Mapping) else getattr(message, "id", None)
-    return f"messages[{index}]" + (f" (id {ident!r})" if ident is not None else "")
+    ``"id"`` or an object's ``id`` attribute. Never raises."""
+    try:
+        ident = message.get("id") if isinstance(message, Mapping) else getattr(message, "id", None)
+    except Exception:  # a mapping or property that fails: name the index alone
+        ident = None
+    return f"messages[{index}]" + (f" (id {safe_repr(ident, 80)})" if ident is not None else "")
 
 
 def plan_trim(
@@ -317,7 +324,7 @@ def plan_trim(
             kind = kinds[role]
         except (KeyError, TypeError):
             kind, tokens = _check_message(i, message)
-        if type(tokens) is not int or tokens < 0:
+        if type(tokens) is not int or tokens < 0 or type(role) is not str:
             kind, tokens = _check_message(i, message)
         if kind == START:
             if starts:
@@ -350,19 +357,23 @@ def _check_message(index: int, message: object) -> tuple[int, int]:
             raise ValueError(msg)
     role = message["role"]
     if not isinstance(role, str):
-        msg = f"{where}: 'role' must be a str, got {type(role).__name__} {role!r}"
+        what = f"{type(role).__name__} {safe_repr(role, 80)}"
+        msg = f"{where}: 'role' must be a str, got {what}"
         raise TypeError(msg)
+    role = str.__str__(role)  # a str subclass as the text it holds, whatever it compares like
     if role not in ROLE_KINDS:
         msg = f"{where}: unknown 'role' {role!r}; accepted roles are {_ACCEPTED_ROLES}"
         raise ValueError(msg)
     tokens = message["tokens"]
     if not isinstance(tokens, int) or isinstance(tokens, bool):
-        msg = f"{where}: 'tokens' must be an int, got {type(tokens).__name__} {tokens!r}"
+        what = f"{type(tokens).__name__} {safe_repr(tokens, 80)}"
+        msg = f"{where}: 'tokens' must be an int, got {what}"
         raise TypeError(msg)
-    if tokens < 0:
-        msg = f"{where}: 'tokens' must be >= 0, got {tokens}"
+    exact = int.__int__(tokens)  # an int subclass as the int it holds
+    if exact < 0:
+        msg = f"{where}: 'tokens' must be >= 0, got {exact}"
         raise ValueError(msg)
-    return ROLE_KINDS[role], int(tokens)
+    return ROLE_KINDS[role], exact
 
 
 def trim_history(

@@ -12,6 +12,7 @@ from langchain_turntrim._compaction import DEFAULT_KEEP_TOOL_RESULTS
 from langchain_turntrim._counting import DEFAULT_CACHE_SIZE
 from langchain_turntrim._messages import TrimInput
 from langchain_turntrim._options import OnOverflow
+from langchain_turntrim._safe_repr import safe_repr
 from langchain_turntrim._trimmer import TurnTrimmer
 
 __all__ = ["trim_turns"]
@@ -97,15 +98,19 @@ def trim_turns(
     """
     problems = []
     if strategy != "last":
-        problems.append(f"strategy={strategy!r} (only 'last' keeps the newest turns)")
+        problems.append(f"strategy={safe_repr(strategy, 80)} (only 'last' keeps the newest turns)")
     if not _is_human(start_on):
-        problems.append(f"start_on={start_on!r} (turns always start on a human message)")
+        problems.append(
+            f"start_on={safe_repr(start_on, 80)} (turns always start on a human message)"
+        )
     if include_system is not True:
-        problems.append(f"include_system={include_system!r} (system messages are always kept)")
+        problems.append(
+            f"include_system={safe_repr(include_system, 80)} (system messages are always kept)"
+        )
     if allow_partial is not False:
-        problems.append(f"allow_partial={allow_partial!r} (messages are never split)")
+        problems.append(f"allow_partial={safe_repr(allow_partial, 80)} (messages are never split)")
     if end_on is not None:
-        problems.append(f"end_on={end_on!r} (turns are never cut at the end)")
+        problems.append(f"end_on={safe_repr(end_on, 80)} (turns are never cut at the end)")
     if text_splitter is not None:
         problems.append("text_splitter (messages are never split)")
     if problems:

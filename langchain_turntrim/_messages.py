@@ -21,6 +21,7 @@ from langchain_core.messages import (
 from langchain_core.prompt_values import PromptValue
 
 from langchain_turntrim._core import ANCHOR, CONTINUE, PINNED, ROLE_KINDS, START, describe
+from langchain_turntrim._safe_repr import safe_repr
 
 __all__ = [
     "CHAT_ROLE_KINDS",
@@ -80,9 +81,17 @@ def _convert_one(index: int, item: Any) -> BaseMessage:
     try:
         return convert_to_messages([item])[0]
     except (TypeError, ValueError, NotImplementedError, KeyError) as error:
-        what = f"{type(item).__name__} {item!r:.80}"
-        msg = f"{describe(index, item)} is not a message ({what}): {error}"
+        what = f"{type(item).__name__} {safe_repr(item, 80)}"
+        msg = f"{describe(index, item)} is not a message ({what}): {_reason(error)}"
         raise TypeError(msg) from error
+
+
+def _reason(error: BaseException) -> str:
+    """``str(error)``, never raising (LangChain's messages may repr the input)."""
+    try:
+        return str(error)
+    except Exception:  # a message built from the input's own broken __repr__
+        return type(error).__name__
 
 
 def check_messages(messages: Sequence[object]) -> None:
@@ -91,7 +100,8 @@ def check_messages(messages: Sequence[object]) -> None:
         return
     for i, item in enumerate(messages):
         if not isinstance(item, BaseMessage):
-            msg = f"{describe(i, item)} is not a BaseMessage: {type(item).__name__} {item!r:.80}"
+            what = f"{type(item).__name__} {safe_repr(item, 80)}"
+            msg = f"{describe(i, item)} is not a BaseMessage: {what}"
             raise TypeError(msg)
 
 
@@ -132,10 +142,16 @@ def human_kind(message: BaseMessage) -> int:
 
 def _classify(index: int, message: object) -> int:
     if isinstance(message, ChatMessage):
-        kind = CHAT_ROLE_KINDS.get(message.role)
+        role: object = message.role  # may have been reassigned to anything
+        if not isinstance(role, str):
+            what = f"{type(role).__name__} {safe_repr(role, 80)}"
+            msg = f"{describe(index, message)}: ChatMessage role must be a str, got {what}"
+            raise TypeError(msg)
+        role = str.__str__(role)  # a str subclass as the text it holds
+        kind = CHAT_ROLE_KINDS.get(role)
         if kind is None:
             msg = (
-                f"{describe(index, message)}: unknown ChatMessage role {message.role!r}; "
+                f"{describe(index, message)}: unknown ChatMessage role {role!r}; "
                 f"accepted roles are {_CHAT_ROLES}"
             )
             raise ValueError(msg)

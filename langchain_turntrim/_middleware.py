@@ -36,6 +36,7 @@ from langchain_turntrim._langgraph import remove_messages
 from langchain_turntrim._messages import message_kinds
 from langchain_turntrim._options import Mode, OnOverflow
 from langchain_turntrim._report import TrimReport, trace_extra
+from langchain_turntrim._safe_repr import safe_repr
 from langchain_turntrim._tracing import areport_trim, report_trim
 from langchain_turntrim._trimmer import TurnTrimmer, model_budget, model_counter
 
@@ -167,7 +168,8 @@ class TurnTrimMiddleware(_Base):
     def __repr__(self) -> str:
         t = self._trimmer
         return (
-            f"{type(self).__name__}(max_tokens={t.max_tokens}, token_counter={t.counter!r}, "
+            f"{type(self).__name__}(max_tokens={t.max_tokens}, "
+            f"token_counter={safe_repr(t.counter)}, "
             f"on_overflow={t.on_overflow!r})"
         )
 

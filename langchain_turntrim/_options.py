@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Final, Literal, get_args
 
+from langchain_turntrim._safe_repr import safe_repr
+
 __all__ = ["MODES", "ON_OVERFLOW", "Mode", "OnOverflow", "check_choice"]
 
 #: What to do when not even the newest turn fits beside the pinned messages:
@@ -22,5 +24,5 @@ def check_choice(value: object, name: str, choices: tuple[str, ...]) -> None:
     if value not in choices:
         quoted = [repr(choice) for choice in choices]
         accepted = " or ".join([", ".join(quoted[:-1]), quoted[-1]] if len(quoted) > 1 else quoted)
-        msg = f"{name} must be {accepted}, got {value!r}"
+        msg = f"{name} must be {accepted}, got {safe_repr(value, 80)}"
         raise ValueError(msg)

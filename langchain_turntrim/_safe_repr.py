@@ -1,5 +1,6 @@
-"""``repr`` for data of any depth: message content can nest deeper than the
-interpreter's recursion limit, and a trimmer must not crash on it."""
+"""``repr`` that never fails: message content can nest deeper than the
+interpreter's recursion limit, a user's object can have a broken ``__repr__``,
+and building an error message must not crash on either."""
 
 from __future__ import annotations
 
@@ -77,9 +78,19 @@ def deep_repr(value: object) -> str:
     return "".join(out)
 
 
-def safe_repr(value: object) -> str:
-    """``repr(value)``, or ``deep_repr(value)`` when it nests too deep for ``repr``."""
+def safe_repr(value: object, limit: int | None = None) -> str:
+    """``repr(value)``, never raising, at most ``limit`` characters (``…`` ends a cut).
+
+    ``deep_repr(value)`` when it nests too deep for ``repr``; when its
+    ``__repr__`` raises (or returns a non-str), ``<T object (its repr failed)>``.
+    """
     try:
-        return repr(value)
-    except RecursionError:
-        return deep_repr(value)
+        try:
+            text = repr(value)
+        except RecursionError:
+            text = deep_repr(value)
+    except Exception:  # any failure of a user's __repr__
+        text = f"<{type(value).__name__} object (its repr failed)>"
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text

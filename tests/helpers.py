@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 
 from langchain_core.messages import BaseMessage
 
+from langchain_turntrim._safe_repr import safe_repr
+
 T = TypeVar("T")
 
 
@@ -26,12 +28,13 @@ def snapshot(value: object) -> object:
     """A deep copy of ``value`` to compare with later, to prove an input was not mutated.
 
     Messages by class and ``model_dump()``, lists and tuples item by item,
-    mappings by deep copy, anything else by ``repr``.
+    mappings by deep copy, anything else by ``repr`` (``safe_repr``).
     """
     if isinstance(value, BaseMessage):
-        return (type(value), value.model_dump())
+        # Fields reassigned to odd values are compared as they are, unserialised.
+        return (type(value), value.model_dump(warnings=False))
     if isinstance(value, (list, tuple)):
         return (type(value), [snapshot(item) for item in value])
     if isinstance(value, Mapping):
         return (type(value), copy.deepcopy(dict(value)))
-    return repr(value)
+    return safe_repr(value)  # never raises, whatever the value's own __repr__ does

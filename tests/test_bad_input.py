@@ -77,6 +77,89 @@ BAD_CHAT = ChatMessage(content="x", role="User", id="c2")
 NO_ID = [HumanMessage("q" * 400, id="u0"), AIMessage("a" * 400), HumanMessage("now", id="u2")]
 
 
+# -- values whose own methods fail or lie ----------------------------------------------------
+
+
+class BrokenRepr:
+    """An object whose repr (and str) raise: an error message must still be built."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("repr is broken")
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:  # copies compare equal (the snapshots)
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+
+class BrokenReprStr(str):
+    """A str (a valid id) whose repr raises."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        raise RuntimeError("repr is broken")
+
+
+class LyingRole:
+    """Not a str, but hashes and compares like "user"."""
+
+    def __hash__(self) -> int:
+        return hash("user")
+
+    def __eq__(self, other: object) -> bool:
+        return other == "user"
+
+    def __repr__(self) -> str:
+        return "LyingRole()"
+
+
+class LyingStr(str):
+    """A str whose value is a typo, but that hashes and compares like "user"."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return hash("user")
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+
+class LyingInt(int):
+    """An int that says it is never below anything."""
+
+    def __lt__(self, other: object) -> bool:
+        return False
+
+    def __ge__(self, other: object) -> bool:
+        return True
+
+    def __le__(self, other: object) -> bool:
+        return False
+
+    def __gt__(self, other: object) -> bool:
+        return True
+
+
+class BrokenReprInt(int):
+    def __repr__(self) -> str:
+        raise RuntimeError("repr is broken")
+
+    __str__ = __repr__
+
+
+def chat(role: Any, ident: Any = "c2") -> ChatMessage:
+    """A ChatMessage whose role (and id) were reassigned after construction."""
+    message = ChatMessage("x", role="user", id="c2")
+    message.role = role
+    message.id = ident
+    return message
+
+
 # -- counters that misbehave on the message with id 'a2' ----------------------------------
 
 
@@ -95,6 +178,25 @@ class BadCounter:
 
     def __repr__(self) -> str:
         return "BadCounter()"
+
+
+class Answering:
+    """A ``TokenCounter`` whose ``count_each`` returns ``answer(messages)`` as it is."""
+
+    def __init__(self, answer: Callable[[Sequence[BaseMessage]], Any], overhead: Any = 0) -> None:
+        self.answer = answer
+        self.overhead = overhead
+
+    def count_each(self, messages: Sequence[BaseMessage]) -> Any:
+        return self.answer(messages)
+
+    def __repr__(self) -> str:
+        return "Answering()"
+
+
+class BrokenReprCounter(BadCounter):
+    def __repr__(self) -> str:
+        raise RuntimeError("repr is broken")
 
 
 def minus_one_for_a2(message: BaseMessage) -> int:
@@ -200,6 +302,301 @@ def _max_tokens_cases() -> list[Any]:
                 error,
                 fragment,
                 f"TurnTrimMiddleware-max_tokens-{name}",
+            ),
+        ]
+    return cases
+
+
+#: Every entry point that takes a history of messages.
+MESSAGE_ENTRY_POINTS: dict[str, Callable[[Any], Any]] = {
+    "invoke": lambda h: TurnTrimmer(max_tokens=100).invoke(h),
+    "ainvoke": lambda h: arun(TurnTrimmer(max_tokens=100).ainvoke(h)),
+    "trim": lambda h: TurnTrimmer(max_tokens=100).trim(h),
+    "trim_with_report": lambda h: TurnTrimmer(max_tokens=100).trim_with_report(h),
+    "trim_turns": lambda h: trim_turns(h, max_tokens=100),
+    "trim_update": lambda h: trim_update(h, TurnTrimmer(max_tokens=100)),
+    "trim_request": lambda h: TurnTrimMiddleware(max_tokens=100).trim_request(request(h)),
+    "state_update": lambda h: TurnTrimStateMiddleware(max_tokens=100).state_update(h),
+}
+_AT_ENTRY = ("trim_request", "state_update")  # messages are not converted there
+
+
+def _message_cases() -> list[Any]:
+    """Each bad message, at each entry point that takes messages."""
+    unrepresentable = "<BrokenRepr object (its repr failed)>"
+    bad: list[tuple[str, Callable[[], Any], type[Exception], str, str]] = [
+        (
+            "ChatMessage-role-compares-like-user",
+            lambda: chat(LyingRole()),
+            TypeError,
+            "messages[2] (id 'c2'): ChatMessage role must be a str, got LyingRole",
+            "",
+        ),
+        (
+            "ChatMessage-role-str-lying-about-its-value",
+            lambda: chat(LyingStr("User")),
+            ValueError,
+            "messages[2] (id 'c2'): unknown ChatMessage role 'User'",
+            "",
+        ),
+        (
+            "ChatMessage-unknown-role-id-with-broken-repr",
+            lambda: chat("robot", BrokenReprStr("c2")),
+            ValueError,
+            "messages[2] (id <BrokenReprStr object (its repr failed)>): unknown ChatMessage role",
+            "",
+        ),
+        (
+            "ChatMessage-role-with-broken-repr",
+            lambda: chat(BrokenRepr()),
+            TypeError,
+            "messages[2] (id 'c2'): ChatMessage role must be a str, "
+            f"got BrokenRepr {unrepresentable}",
+            "",
+        ),
+        (
+            "non-message-with-broken-repr",
+            BrokenRepr,
+            TypeError,
+            f"messages[2] is not a message (BrokenRepr {unrepresentable}",
+            "messages[2]: unsupported message type BrokenRepr",
+        ),
+    ]
+    cases = []
+    for name, build, error, fragment, at_entry in bad:
+        for entry, call in MESSAGE_ENTRY_POINTS.items():
+            expected = at_entry if entry in _AT_ENTRY and at_entry else fragment
+            cases.append(p(call, messages(build()), error, expected, f"{entry}-{name}"))
+    return cases
+
+
+def _record_cases() -> list[Any]:
+    """Records whose values fail or lie, at ``trim_history`` and the command line."""
+    return [
+        p(
+            lambda h: trim_history(h, 10),
+            records(rec(BrokenReprStr("x2"), "User", 5)),
+            ValueError,
+            "messages[2] (id <BrokenReprStr object (its repr failed)>): unknown 'role' 'User'",
+            "trim_history-id-with-broken-repr",
+        ),
+        p(
+            lambda h: trim_history(h, 10),
+            records(rec(BrokenRepr(), "assistant", -1)),
+            ValueError,
+            "messages[2] (id <BrokenRepr object (its repr failed)>): 'tokens' must be >= 0",
+            "trim_history-non-str-id-with-broken-repr",
+        ),
+        p(
+            lambda h: trim_history(h, 10),
+            records(rec("x2", BrokenRepr(), 5)),
+            TypeError,
+            "messages[2] (id 'x2'): 'role' must be a str, got BrokenRepr <BrokenRepr object",
+            "trim_history-role-with-broken-repr",
+        ),
+        p(
+            lambda h: trim_history(h, 10),
+            records(rec("x2", "assistant", BrokenRepr())),
+            TypeError,
+            "messages[2] (id 'x2'): 'tokens' must be an int, got BrokenRepr <BrokenRepr object",
+            "trim_history-tokens-with-broken-repr",
+        ),
+        p(
+            lambda h: trim_history(h, 10),
+            records(rec("x2", "assistant", BrokenReprInt(-3))),
+            ValueError,
+            "messages[2] (id 'x2'): 'tokens' must be >= 0, got -3",
+            "trim_history-negative-tokens-with-broken-repr",
+        ),
+        p(
+            lambda h: trim_history(h, 10),
+            records(rec("x2", LyingRole(), 5)),
+            TypeError,
+            "messages[2] (id 'x2'): 'role' must be a str, got LyingRole",
+            "trim_history-role-compares-like-user",
+        ),
+        p(
+            lambda h: trim_history(h, 10),
+            records(rec("x2", LyingStr("usr"), 5)),
+            ValueError,
+            "messages[2] (id 'x2'): unknown 'role' 'usr'",
+            "trim_history-role-str-lying-about-its-value",
+        ),
+        p(
+            lambda h: trim_history(h, 10),
+            records(rec("x2", "assistant", LyingInt(-5))),
+            ValueError,
+            "messages[2] (id 'x2'): 'tokens' must be >= 0, got -5",
+            "trim_history-tokens-int-lying-about-its-sign",
+        ),
+        p(
+            lambda h: trim_history(h, 10),
+            [rec("s0", "system", 5), rec("u1", "user", LyingInt(-5)), rec("x2", "assistant", 1)],
+            ValueError,
+            "messages[1] (id 'u1'): 'tokens' must be >= 0, got -5",
+            "trim_history-tokens-lying-int-opening-a-turn",
+        ),
+    ]
+
+
+def _option_cases() -> list[Any]:
+    """Options whose values fail or lie, at every constructor."""
+    lying, broken = LyingInt(-1), BrokenRepr()
+    builders: dict[str, Callable[..., Any]] = {
+        "TurnTrimmer": TurnTrimmer,
+        "TurnTrimMiddleware": TurnTrimMiddleware,
+        "TurnTrimStateMiddleware": TurnTrimStateMiddleware,
+        "trim_turns": trim_turns,
+    }
+    bad: list[tuple[str, dict[str, Any], type[Exception], str]] = [
+        ("max_tokens-lying-int", {"max_tokens": lying}, ValueError, "max_tokens must be >= 0"),
+        (
+            "max_tokens-with-broken-repr",
+            {"max_tokens": broken},
+            TypeError,
+            "max_tokens must be an int, got BrokenRepr <BrokenRepr object (its repr failed)>",
+        ),
+        (
+            "cache_size-lying-int",
+            {"max_tokens": 10, "cache_size": lying},
+            ValueError,
+            "cache_size must be >= 0, got -1",
+        ),
+        (
+            "on_overflow-with-broken-repr",
+            {"max_tokens": 10, "on_overflow": broken},
+            ValueError,
+            "on_overflow must be 'drop', 'raise' or 'compact', got <BrokenRepr object",
+        ),
+        (
+            "token_counter-with-broken-repr",
+            {"max_tokens": 10, "token_counter": broken},
+            TypeError,
+            "got BrokenRepr <BrokenRepr object (its repr failed)>",
+        ),
+    ]
+    cases = [
+        p(lambda h, b=build, k=kw: b(**k), None, error, fragment, f"{name}-{option}")
+        for name, build in builders.items()
+        for option, kw, error, fragment in bad
+    ]
+    for name, build in (("TurnTrimmer", TurnTrimmer), ("TurnTrimMiddleware", TurnTrimMiddleware)):
+        cases.append(
+            p(
+                lambda h, b=build: b.for_model(
+                    fake_model({"max_input_tokens": 100}), reserve_tokens=lying
+                ),
+                None,
+                ValueError,
+                "reserve_tokens must be >= 0, got -1",
+                f"{name}.for_model-reserve-lying-int",
+            )
+        )
+    cases += [
+        p(
+            lambda h, o=option: trim_turns(h, max_tokens=10, **{o: broken}),
+            good_messages(),
+            ValueError,
+            f"trim_turns does not support {option}=<BrokenRepr object (its repr failed)>",
+            f"trim_turns-{option}-with-broken-repr",
+        )
+        for option in ("strategy", "start_on", "end_on")
+    ]
+    return cases
+
+
+def _counter_cases() -> list[Any]:
+    """Counters that answer badly, cached and not."""
+    a2 = "messages[2] (id 'a2')"
+    bad: list[tuple[str, Any, type[Exception], str]] = [
+        (
+            "returns-an-int",
+            Answering(lambda ms: 3),
+            TypeError,
+            "Answering().count_each returned int, expected a list of one int per message",
+        ),
+        (
+            "returns-a-str",
+            Answering(lambda ms: "111"),
+            TypeError,
+            "Answering().count_each returned str",
+        ),
+        (
+            "generator-with-a-negative-count",
+            Answering(lambda ms: (-1 if m.id == "a2" else 1 for m in ms)),
+            ValueError,
+            f"Answering() counted {a2} as -1",
+        ),
+        (
+            "lying-int-count",
+            BadCounter(LyingInt(-5)),
+            ValueError,
+            f"BadCounter() counted {a2} as -5, expected a count >= 0",
+        ),
+        (
+            "count-with-broken-repr",
+            BadCounter(BrokenRepr()),
+            TypeError,
+            f"counted {a2} as BrokenRepr <BrokenRepr object (its repr failed)>, expected an int",
+        ),
+        (
+            "counter-with-broken-repr",
+            BrokenReprCounter(-1),
+            ValueError,
+            f"<BrokenReprCounter object (its repr failed)> counted {a2} as -1",
+        ),
+        (
+            "overhead-lying-int",
+            Answering(lambda ms: [1] * len(ms), overhead=LyingInt(-2)),
+            ValueError,
+            "Answering.overhead must be >= 0, got -2",
+        ),
+        (
+            "overhead-float",
+            Answering(lambda ms: [1] * len(ms), overhead=2.5),
+            TypeError,
+            "Answering.overhead must be an int, got float 2.5",
+        ),
+    ]
+    cases = []
+    for name, counter, error, fragment in bad:
+        for size in (16, 0):
+            where = "cached" if size else "uncached"
+            cases.append(
+                p(counter_case(counter, size), good_messages(), error, fragment, f"{where}-{name}")
+            )
+    for name, overhead, error, fragment in (
+        ("float", 2.5, TypeError, "Answering.overhead must be an int, got float 2.5"),
+        ("negative", -1, ValueError, "Answering.overhead must be >= 0, got -1"),
+    ):
+        counter = Answering(lambda ms: [1] * len(ms), overhead=overhead)
+        cases.append(
+            p(
+                lambda h, c=counter: TurnTrimmer(max_tokens=10, token_counter=CachedCounter(c)),
+                None,
+                error,
+                fragment,
+                f"CachedCounter-given-directly-overhead-{name}",
+            )
+        )
+    for name, result, error, fragment in (
+        ("lying-int", LyingInt(-1), ValueError, "must be >= 0, got -1"),
+        ("broken-repr", BrokenRepr(), TypeError, "must be an int, got BrokenRepr <BrokenRepr"),
+    ):
+        cases += [
+            p(
+                counter_case(per_list(lambda ms, r=result: r)),
+                good_messages(),
+                error,
+                fragment,
+                f"per_list-function-{name}",
+            ),
+            p(
+                counter_case(per_message(lambda m, r=result: r if m.id == "a2" else 1)),
+                good_messages(),
+                error,
+                "messages[2] (id 'a2')",
+                f"per_message-function-{name}",
             ),
         ]
     return cases
@@ -905,6 +1302,45 @@ CASES = [
         "--token-counter tiktoken: needs a model or an encoding",
         "cli-tiktoken-without-name",
     ),
+    p(
+        cli("--max-tokens", "10"),
+        {"messages": [{"role": "user", "content": "hi"}], "tools": {"name": "f"}},
+        EXIT_2,
+        "'tools' must be an array, got a object",
+        "cli-tools-not-an-array",
+    ),
+    p(
+        cli("--max-tokens", "10"),
+        [{"role": "user", "content": "hi", "id": "u1"}, {"role": "\x1b[2J", "content": "x"}],
+        EXIT_2,
+        "messages[1]: unknown 'role' '\\x1b[2J'",
+        "cli-role-with-an-escape-sequence",
+    ),
+    p(
+        cli("--max-tokens", "10"),
+        [{"role": "user", "content": "hi", "id": "u1"}, {"role": "\ud83d", "content": "x"}],
+        EXIT_2,
+        "messages[1]: unknown 'role' '\\ud83d'",
+        "cli-role-a-lone-surrogate",
+    ),
+    p(
+        cli("--max-tokens", "10", text='{"role": "user", "content": "hi"}\n[1]\n'),
+        None,
+        EXIT_2,
+        "messages[1] (line 2) must be a JSON object, got a array",
+        "cli-jsonl-line-not-an-object",
+    ),
+    p(
+        cli("--max-tokens", "2", "--on-overflow", "raise"),
+        [{"role": "user", "content": "a long question " * 20}],
+        EXIT_2,
+        "does not fit",
+        "cli-on-overflow-raise",
+    ),
+    *_record_cases(),
+    *_option_cases(),
+    *_message_cases(),
+    *_counter_cases(),
 ]
 
 
@@ -965,7 +1401,7 @@ def test_bad_input(
 
 
 def test_the_table_is_big_enough() -> None:
-    assert len(CASES) >= 45
+    assert len(CASES) >= 150
     ids = [case.id for case in CASES]
     assert len(set(ids)) == len(ids)
 

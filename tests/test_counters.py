@@ -387,3 +387,50 @@ def test_message_key_covers_every_field_the_identity_layer_checks(
     setattr(message, field, value)
     assert message_key(message) != before_key
     assert message_fields(message) != before_fields
+
+
+@pytest.mark.parametrize("cache_size", [16, 0])
+def test_count_each_may_return_any_iterable_of_ints(cache_size: int) -> None:
+    class Lazy:
+        overhead = 1
+
+        def count_each(self, messages: Sequence[BaseMessage]) -> Any:
+            return (len(str(m.content)) for m in messages)
+
+    history = [HumanMessage("hello"), AIMessage("hi")]
+    trimmer = TurnTrimmer(max_tokens=100, token_counter=Lazy(), cache_size=cache_size)
+    assert trimmer.trim_with_report(history).tokens_after == 1 + 5 + 2
+
+
+def test_an_overhead_that_changes_is_checked_where_it_is_used() -> None:
+    class Fickle:
+        overhead: Any = 0
+
+        def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+            return [1] * len(messages)
+
+    fickle = Fickle()
+    trimmer = TurnTrimmer(max_tokens=100, token_counter=fickle)
+    fickle.overhead = 2.5
+    with pytest.raises(TypeError, match=r"Fickle.overhead must be an int, got float 2.5"):
+        trimmer.invoke([HumanMessage("x")])
+
+
+def test_int_subclass_counts_are_read_as_the_ints_they_hold() -> None:
+    class Sticky(int):
+        def __add__(self, other: object) -> int:
+            return 0
+
+        __radd__ = __add__
+
+    class Counter:
+        overhead = 0
+
+        def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+            return [Sticky(7) for _ in messages]
+
+    report = TurnTrimmer(max_tokens=100, token_counter=Counter()).trim_with_report(
+        [HumanMessage("a"), AIMessage("b")]
+    )
+    assert report.tokens_after == 14
+    assert type(report.tokens_after) is int

@@ -7,7 +7,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from langchain_turntrim._core import TrimPlan, describe, plan_costs
+from langchain_turntrim._core import TrimPlan, check_count, describe, plan_costs
 from langchain_turntrim._counting.protocol import TokenCounter
 from langchain_turntrim._counting.tools import tool_messages
 from langchain_turntrim._safe_repr import safe_repr
@@ -49,10 +49,15 @@ class AdditiveCounter:
         trim_to: int | None = None,
     ) -> TrimPlan:
         costs = checked_counts(self.count_each(messages), messages, self.source)
-        return plan_costs(kinds, costs, max_tokens, self.overhead + reserved, trim_to)
+        return plan_costs(kinds, costs, max_tokens, self._overhead() + reserved, trim_to)
 
     def count(self, messages: Sequence[BaseMessage]) -> int:
-        return self.overhead + sum(checked_counts(self.count_each(messages), messages, self.source))
+        counts = checked_counts(self.count_each(messages), messages, self.source)
+        return self._overhead() + sum(counts)
+
+    def _overhead(self) -> int:
+        """``overhead``, checked where it is used (a property may change its answer)."""
+        return check_count(self.overhead, f"{type(self.source).__name__}.overhead")
 
     def count_tools(self, tools: Sequence[Any]) -> int:
         """Each tool's JSON schema counted as one system message (see ``tool_messages``)."""
@@ -90,7 +95,7 @@ class Uncached(Wrapper):
         return self.counter.count_each(messages)
 
     def __repr__(self) -> str:
-        return repr(self.counter)
+        return safe_repr(self.counter)
 
 
 def counts_list(counts: object, counter: object) -> list[Any]:

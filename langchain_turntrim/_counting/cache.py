@@ -17,6 +17,7 @@ from langchain_turntrim._counting.additive import Wrapper, checked_counts, count
 from langchain_turntrim._counting.keys import fields_getter, fields_key, frozen_copy
 from langchain_turntrim._counting.protocol import TokenCounter
 from langchain_turntrim._messages import check_messages
+from langchain_turntrim._safe_repr import safe_repr
 
 __all__ = ["DEFAULT_CACHE_SIZE", "LRU", "CachedCounter"]
 
@@ -171,7 +172,10 @@ class CachedCounter(Wrapper):
             copies = [frozen_copy(messages[unknown[j]], fields[j]) for j in missing]
             fresh = counts_list(self.counter.count_each(copies), self.counter)
             if len(fresh) != len(missing):
-                msg = f"{self.counter!r} returned {len(fresh)} counts for {len(missing)} messages"
+                msg = (
+                    f"{safe_repr(self.counter)} returned {len(fresh)} counts "
+                    f"for {len(missing)} messages"
+                )
                 raise ValueError(msg)
             for j, value in zip(missing, fresh, strict=True):
                 cached[j] = value
@@ -215,7 +219,7 @@ class CachedCounter(Wrapper):
         return (type(self), (self.counter, self.maxsize))
 
     def __repr__(self) -> str:
-        return f"CachedCounter({self.counter!r}, maxsize={self.maxsize})"
+        return f"CachedCounter({safe_repr(self.counter)}, maxsize={self.maxsize})"
 
 
 def _forgetter(known: OrderedDict[int, tuple[Any, ...]]) -> Any:

@@ -11,6 +11,7 @@ from langchain_turntrim._counting.additive import AdditiveCounter
 from langchain_turntrim._counting.protocol import TokenCounter
 from langchain_turntrim._counting.whole_list import WholeListCounter
 from langchain_turntrim._messages import check_messages
+from langchain_turntrim._safe_repr import safe_repr
 
 __all__ = ["per_list", "per_message"]
 
@@ -28,7 +29,7 @@ class _MessageFunctionCounter(AdditiveCounter):
         return list(map(self.function, messages))
 
     def __repr__(self) -> str:
-        return f"per_message({self.function!r})"
+        return f"per_message({safe_repr(self.function)})"
 
 
 def per_message(function: Callable[[BaseMessage], int]) -> TokenCounter:

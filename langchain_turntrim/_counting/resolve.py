@@ -17,6 +17,7 @@ from langchain_turntrim._counting.calibrated import CalibratedCounter
 from langchain_turntrim._counting.functions import per_message
 from langchain_turntrim._counting.protocol import ResolvedCounter, TokenCounter
 from langchain_turntrim._counting.whole_list import WholeListCounter
+from langchain_turntrim._safe_repr import safe_repr
 
 __all__ = ["SHORTCUTS", "resolve_counter", "tiktoken_shortcut"]
 
@@ -33,7 +34,10 @@ def tiktoken_shortcut(spec: str) -> TokenCounter:
 
     name = spec.partition(":")[2].strip()
     if not name:
-        msg = f"token_counter {spec!r} needs a model or an encoding, e.g. 'tiktoken:gpt-4o'"
+        msg = (
+            f"token_counter {safe_repr(spec, 80)} needs a model or an encoding, "
+            "e.g. 'tiktoken:gpt-4o'"
+        )
         raise ValueError(msg)
     if name in tiktoken.list_encoding_names():
         return TiktokenCounter(encoding=name)
@@ -58,7 +62,10 @@ def resolve_counter(token_counter: object, cache_size: int = DEFAULT_CACHE_SIZE)
     counter = _expand(token_counter, cache_size)
     if isinstance(counter, WholeListCounter):
         return counter if counter.sized else counter.resized(cache_size)
-    if isinstance(counter, (CachedCounter, ApproximateCounter)):
+    if isinstance(counter, ApproximateCounter):
+        return counter
+    if isinstance(counter, CachedCounter):
+        check_count(counter.overhead, f"{type(counter.counter).__name__}.overhead")
         return counter
     if isinstance(counter, CalibratedCounter):  # its counts change as it learns: never cached
         return counter
@@ -70,7 +77,7 @@ def resolve_counter(token_counter: object, cache_size: int = DEFAULT_CACHE_SIZE)
     msg = (
         f"token_counter must be {SHORTCUTS}, a TokenCounter, a chat model with "
         "get_num_tokens_from_messages, or a function (wrap it in per_message or "
-        f"per_list to say which); got {type(token_counter).__name__} {token_counter!r:.80}"
+        f"per_list to say which); got {type(token_counter).__name__} {safe_repr(token_counter, 80)}"
     )
     raise TypeError(msg)
 
@@ -82,7 +89,8 @@ def _expand(token_counter: object, cache_size: int) -> object:
             return ApproximateCounter()
         if token_counter.startswith("tiktoken:"):
             return tiktoken_shortcut(token_counter)
-        msg = f"unknown token_counter shortcut {token_counter!r}; the shortcuts are {SHORTCUTS}"
+        shown = safe_repr(token_counter, 80)
+        msg = f"unknown token_counter shortcut {shown}; the shortcuts are {SHORTCUTS}"
         raise ValueError(msg)
     if token_counter is count_tokens_approximately:
         return ApproximateCounter()

@@ -31,7 +31,7 @@ from langchain_turntrim._counting.additive import AdditiveCounter
 from langchain_turntrim._counting.openai_images import image_pricing, image_size
 from langchain_turntrim._counting.openai_tools import tool_framing, tools_tokens
 from langchain_turntrim._messages import check_messages
-from langchain_turntrim._safe_repr import deep_repr
+from langchain_turntrim._safe_repr import deep_repr, safe_repr
 
 __all__ = ["EncodingUnavailableError", "TiktokenCounter"]
 
@@ -113,7 +113,8 @@ def _unknown_model_message(model: str) -> str:
 def _load_encoding(name: str) -> tiktoken.Encoding:
     known = tiktoken.list_encoding_names()
     if name not in known:
-        msg = f"unknown tiktoken encoding {name!r}; known encodings: {', '.join(known)}"
+        shown = safe_repr(name, 80)
+        msg = f"unknown tiktoken encoding {shown}; known encodings: {', '.join(known)}"
         raise ValueError(msg)
     try:
         return tiktoken.get_encoding(name)
@@ -386,8 +387,12 @@ class TiktokenCounter(AdditiveCounter):
         return len(self._encode(str(v))) if v else 0
 
     def _role(self, role: object) -> int:
-        known = self._roles.get(role) if isinstance(role, str) else None
-        return self._value(role) if known is None else known
+        if isinstance(role, str):
+            role = str.__str__(role)  # a str subclass as the text it holds
+            known = self._roles.get(role)
+            if known is not None:
+                return known
+        return self._value(role)
 
     def _block(self, b: object) -> int:
         if isinstance(b, str):
