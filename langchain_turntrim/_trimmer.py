@@ -68,7 +68,10 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         cache_size: How many per-message counts to keep (LRU); 0 disables the
             cache.
 
-    Configuration is checked here, not at the first call.
+    Configuration is checked here, not at the first call, and cannot be
+    changed afterwards (an assignment raises ``AttributeError``): build a new
+    trimmer, or make ``max_tokens`` configurable per call. Copies and pickles
+    work, and start with an empty cache.
     """
 
     max_tokens: int
@@ -137,6 +140,16 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
             trim_to=trim_to,
             cache_size=cache_size,
         )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _CONFIGURATION:
+            _refuse_change(self, name)
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in _CONFIGURATION:
+            _refuse_change(self, name)
+        super().__delattr__(name)
 
     @property
     def counter(self) -> ResolvedCounter:
@@ -252,6 +265,21 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         **kwargs: Any,
     ) -> list[BaseMessage]:
         return await self._acall_with_config(self._atrim_in_run, input, config, **kwargs)
+
+
+#: The fields checked at construction, which therefore never change.
+_CONFIGURATION = frozenset(
+    ("max_tokens", "token_counter", "on_overflow", "keep_tool_results", "trim_to", "cache_size")
+)
+
+
+def _refuse_change(trimmer: TurnTrimmer, name: str) -> None:
+    msg = (
+        f"{type(trimmer).__name__}.{name} cannot be changed after construction (it was "
+        "checked then): build a new trimmer, or make max_tokens configurable per call "
+        "with configurable_fields"
+    )
+    raise AttributeError(msg)
 
 
 # LangChain inspects the signature of the function a Runnable runs on every

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import inspect
+import pickle
 import subprocess
 import sys
 from typing import Any, get_args
@@ -132,3 +134,64 @@ def test_importing_the_package_loads_no_runnable_machinery_nor_tiktoken() -> Non
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split("\n")
     assert out[:2] == ["[]", "True"]  # loaded on first use
+
+
+# -- configuration is fixed at construction; copies and pickles work ------------------------
+
+
+HISTORY = [
+    SystemMessage("be brief"),
+    HumanMessage("old " * 30),
+    AIMessage("old answer " * 30),
+    HumanMessage("new"),
+    AIMessage("answer"),
+]
+
+
+def builds() -> dict[str, Any]:
+    return {
+        "TurnTrimmer-tiktoken": lambda: TurnTrimmer(
+            max_tokens=40, token_counter=TiktokenCounter("gpt-4")
+        ),
+        "TurnTrimmer-approximate": lambda: TurnTrimmer(max_tokens=40),
+        "TurnTrimmer-uncached": lambda: TurnTrimmer(
+            max_tokens=40, token_counter=TiktokenCounter("gpt-4"), cache_size=0
+        ),
+        "TurnTrimmer-per_list": lambda: TurnTrimmer(max_tokens=3, token_counter=len),
+        "TurnTrimMiddleware": lambda: TurnTrimMiddleware(
+            max_tokens=40, token_counter=TiktokenCounter("gpt-4")
+        ),
+        "TurnTrimStateMiddleware": lambda: TurnTrimStateMiddleware(
+            max_tokens=40, token_counter="tiktoken:gpt-4"
+        ),
+    }
+
+
+def _trimmer_of(value: Any) -> TurnTrimmer:
+    return value if isinstance(value, TurnTrimmer) else value.trimmer
+
+
+@pytest.mark.usefixtures("tiktoken_cache")
+@pytest.mark.parametrize("name", list(builds()))
+@pytest.mark.parametrize(
+    "duplicate",
+    [copy.copy, copy.deepcopy, lambda value: pickle.loads(pickle.dumps(value))],
+    ids=["copy", "deepcopy", "pickle"],
+)
+def test_copies_and_pickles_trim_alike(name: str, duplicate: Any) -> None:
+    original = builds()[name]()
+    expected = _trimmer_of(original).trim_with_report(HISTORY)
+    twin = duplicate(original)
+    assert type(twin) is type(original)
+    report = _trimmer_of(twin).trim_with_report(HISTORY)
+    assert [m.content for m in report.kept] == [m.content for m in expected.kept]
+    assert report.plan == expected.plan
+    assert repr(twin) == repr(original)
+
+
+@pytest.mark.usefixtures("tiktoken_cache")
+def test_a_pickled_cache_starts_empty() -> None:
+    trimmer = TurnTrimmer(max_tokens=40, token_counter=TiktokenCounter("gpt-4"))
+    trimmer.invoke(HISTORY)
+    assert len(trimmer.counter) > 0  # type: ignore[arg-type]
+    assert len(pickle.loads(pickle.dumps(trimmer)).counter) == 0

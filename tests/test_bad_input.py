@@ -505,6 +505,53 @@ def _option_cases() -> list[Any]:
     return cases
 
 
+def _assignment_cases() -> list[Any]:
+    """Configuration changed after construction: refused, whatever the value."""
+    owners: dict[str, Callable[[], TurnTrimmer]] = {
+        "TurnTrimmer": lambda: TurnTrimmer(max_tokens=10),
+        "trim_turns": lambda: trim_turns(max_tokens=10),
+        "TurnTrimMiddleware.trimmer": lambda: TurnTrimMiddleware(max_tokens=10).trimmer,
+    }
+    values = {
+        "max_tokens": -3,
+        "token_counter": "exact",
+        "on_overflow": "x",
+        "keep_tool_results": -1,
+        "trim_to": 5,
+        "cache_size": 5,
+    }
+    cases = [
+        p(
+            lambda h, o=owner, f=field, v=value: setattr(o(), f, v),
+            None,
+            AttributeError,
+            f".{field} cannot be changed after construction",
+            f"{name}-assign-{field}",
+        )
+        for name, owner in owners.items()
+        for field, value in values.items()
+    ]
+    cases.append(
+        p(
+            lambda h: delattr(TurnTrimmer(max_tokens=10), "max_tokens"),
+            None,
+            AttributeError,
+            "TurnTrimmer.max_tokens cannot be changed after construction",
+            "TurnTrimmer-delete-max_tokens",
+        )
+    )
+    cases.append(
+        p(
+            lambda h: setattr(TurnTrimMiddleware(max_tokens=10), "max_tokens", -3),
+            None,
+            AttributeError,
+            "'max_tokens'",  # a property without a setter (worded per Python version)
+            "TurnTrimMiddleware-assign-max_tokens",
+        )
+    )
+    return cases
+
+
 def _counter_cases() -> list[Any]:
     """Counters that answer badly, cached and not."""
     a2 = "messages[2] (id 'a2')"
@@ -1339,6 +1386,7 @@ CASES = [
     ),
     *_record_cases(),
     *_option_cases(),
+    *_assignment_cases(),
     *_message_cases(),
     *_counter_cases(),
 ]
