@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from langchain_turntrim._stable import stable_first
 from langchain_turntrim._safe_repr import safe_repr
+from langchain_turntrim._stable import stable_first
 
 __all__ = [
     "ANCHOR",

@@ -43,7 +43,9 @@ def tiktoken_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(autouse=True)
 def _no_downloads(monkeypatch: pytest.MonkeyPatch) -> None:
-    """tiktoken may read its cache, never download (sockets are disabled as well)."""
+    """Encodings are never downloaded: TURNTRIM_OFFLINE=1, and tiktoken may read its
+    cache, never download (sockets are disabled as well)."""
+    monkeypatch.setenv("TURNTRIM_OFFLINE", "1")
     read_file = tiktoken.load.read_file
 
     def local_only(blobpath: str) -> bytes:

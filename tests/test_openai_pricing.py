@@ -24,7 +24,7 @@ from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field
 
-from langchain_turntrim._counting import resolve_counter
+from langchain_turntrim._counting import encodings, resolve_counter
 from langchain_turntrim._counting.openai_images import image_size
 from langchain_turntrim._counting.tiktoken_counter import TiktokenCounter
 from tests.lc import refuse
@@ -38,6 +38,7 @@ def any_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
     real = tiktoken.get_encoding("cl100k_base")
     monkeypatch.setattr(tiktoken, "get_encoding", lambda _name: real)
     monkeypatch.setattr(tiktoken.model, "get_encoding", lambda _name: real)
+    monkeypatch.setattr(encodings, "_ensure_cached", lambda _name: None)  # tiktoken is faked
 
 
 # --- real image headers -------------------------------------------------------------

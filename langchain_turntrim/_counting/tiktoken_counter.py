@@ -9,7 +9,6 @@ without ever touching the network once its encoding is loaded.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 from collections.abc import Callable, Sequence
 from typing import Any, Final
@@ -28,10 +27,11 @@ from langchain_core.messages import (
 )
 
 from langchain_turntrim._counting.additive import AdditiveCounter
+from langchain_turntrim._counting.encodings import EncodingUnavailableError, load_encoding
 from langchain_turntrim._counting.openai_images import image_pricing, image_size
 from langchain_turntrim._counting.openai_tools import tool_framing, tools_tokens
 from langchain_turntrim._messages import check_messages
-from langchain_turntrim._safe_repr import deep_repr, safe_repr
+from langchain_turntrim._safe_repr import deep_repr
 
 __all__ = ["EncodingUnavailableError", "TiktokenCounter"]
 
@@ -54,23 +54,9 @@ _DROPPED_BLOCKS: Final = (
 )
 _TOOL_CALL_KEYS: Final = ("id", "type", "function")
 _ROLES: Final = ("user", "assistant", "system", "developer", "function", "tool")
-# OpenAI's public BPE files, by encoding name, for the error message.
-_BPE_FILES: Final = {
-    "r50k_base": "r50k_base",
-    "p50k_base": "p50k_base",
-    "p50k_edit": "p50k_base",
-    "cl100k_base": "cl100k_base",
-    "o200k_base": "o200k_base",
-    "o200k_harmony": "o200k_base",
-}
-_BPE_URL: Final = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
 # json.dumps(args, ensure_ascii=False), as ChatOpenAI does, but never failing.
 _dump_args: Final = json.JSONEncoder(ensure_ascii=False, default=str).encode
 _dump_block: Final = json.JSONEncoder(ensure_ascii=False, default=str, sort_keys=True).encode
-
-
-class EncodingUnavailableError(ValueError):
-    """tiktoken could not load an encoding (usually: offline, file not cached)."""
 
 
 def _encoding_name_for_model(model: str) -> str:
@@ -108,32 +94,6 @@ def _unknown_model_message(model: str) -> str:
         "those; for any other model pass its encoding instead, e.g. "
         "TiktokenCounter(encoding='o200k_base')."
     )
-
-
-def _load_encoding(name: str) -> tiktoken.Encoding:
-    known = tiktoken.list_encoding_names()
-    if name not in known:
-        shown = safe_repr(name, 80)
-        msg = f"unknown tiktoken encoding {shown}; known encodings: {', '.join(known)}"
-        raise ValueError(msg)
-    try:
-        return tiktoken.get_encoding(name)
-    except Exception as exc:
-        where = ""
-        if name in _BPE_FILES:
-            url = _BPE_URL.format(_BPE_FILES[name])
-            key = hashlib.sha1(url.encode(), usedforsecurity=False).hexdigest()
-            where = f" (for {name!r}: the file downloaded from {url}, saved as {key})"
-        msg = (
-            f"tiktoken could not load the {name!r} encoding: {exc!r}. tiktoken downloads "
-            "an encoding's BPE file on first use; to count offline, either set the "
-            "TIKTOKEN_CACHE_DIR environment variable to a folder holding that file under "
-            f"tiktoken's cache name, the SHA-1 hex digest of its download URL{where}, or "
-            "build the encoding from a local file and pass it in: "
-            "TiktokenCounter(encoding=tiktoken.Encoding(name=..., pat_str=..., "
-            "mergeable_ranks=tiktoken.load.load_tiktoken_bpe(path), special_tokens=...))."
-        )
-        raise EncodingUnavailableError(msg) from exc
 
 
 def _dumped_len(encode: Callable[[str], list[int]], obj: object, dump: Callable[[Any], str]) -> int:
@@ -203,9 +163,11 @@ class TiktokenCounter(AdditiveCounter):
             most the model's formula charges for one image, so a URL image is
             never under-counted.
 
-    The encoding is loaded when the counter is built. If tiktoken cannot load
-    it (its BPE file is downloaded on first use), ``EncodingUnavailableError``
-    (a ``ValueError``) says how to provide the file offline.
+    The encoding is loaded when the counter is built, from tiktoken's cache;
+    a missing BPE file is downloaded within ``TURNTRIM_DOWNLOAD_TIMEOUT``
+    seconds (30 by default), never with ``TURNTRIM_OFFLINE=1``. When it cannot
+    be loaded, ``EncodingUnavailableError`` (a ``ValueError``) says how to
+    provide the file offline.
 
     Where ChatOpenAI fails or guesses, this counter is deterministic, never
     raises on content, never warns and never fetches anything:
@@ -267,13 +229,13 @@ class TiktokenCounter(AdditiveCounter):
                 msg = "model must be a non-empty model name"
                 raise ValueError(msg)
             encoding_name = _encoding_name_for_model(model)
-            enc = _load_encoding(encoding_name)
+            enc = load_encoding(encoding_name)
             per_message, per_name = (4, -1) if model.startswith("gpt-3.5-turbo-0301") else (3, 1)
         elif isinstance(encoding, tiktoken.Encoding):
             enc, per_message, per_name = encoding, 3, 1
             encoding_name = enc.name
         elif isinstance(encoding, str):
-            enc, per_message, per_name = _load_encoding(encoding), 3, 1
+            enc, per_message, per_name = load_encoding(encoding), 3, 1
             encoding_name = encoding
         else:
             msg = f"encoding must be a str or a tiktoken.Encoding, got {type(encoding).__name__}"

@@ -1,0 +1,202 @@
+"""Loading tiktoken encodings: from tiktoken's cache, else by a bounded download.
+
+tiktoken downloads an encoding's BPE file on first use with no timeout, so a
+network that accepts the connection but never answers makes it hang forever.
+For OpenAI's public encodings, this module looks in tiktoken's cache first
+(the same folder and file name tiktoken uses) and, when the file is missing,
+downloads it itself within a deadline, checks its SHA-256 and saves it where
+tiktoken reads it; tiktoken then loads it from the cache. With
+``TURNTRIM_OFFLINE=1`` nothing is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import time
+import urllib.request
+import uuid
+from typing import Any, Final
+
+import tiktoken
+
+from langchain_turntrim._safe_repr import safe_repr
+
+__all__ = [
+    "DEFAULT_DOWNLOAD_TIMEOUT",
+    "OFFLINE_VARIABLE",
+    "TIMEOUT_VARIABLE",
+    "EncodingUnavailableError",
+    "load_encoding",
+]
+
+#: Set to 1 (or true, yes) to forbid downloading encoding files.
+OFFLINE_VARIABLE: Final = "TURNTRIM_OFFLINE"
+#: Seconds a download of an encoding file may take in all.
+TIMEOUT_VARIABLE: Final = "TURNTRIM_DOWNLOAD_TIMEOUT"
+DEFAULT_DOWNLOAD_TIMEOUT: Final = 30.0
+
+_URL: Final = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
+# Each public encoding's file and its SHA-256, as tiktoken_ext.openai_public expects them.
+_FILES: Final = {
+    "r50k_base": ("r50k_base", "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"),
+    "p50k_base": ("p50k_base", "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069"),
+    "p50k_edit": ("p50k_base", "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069"),
+    "cl100k_base": (
+        "cl100k_base",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    ),
+    "o200k_base": (
+        "o200k_base",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
+    "o200k_harmony": (
+        "o200k_base",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
+}
+_CHUNK: Final = 1 << 16
+
+#: How a URL is opened (a test replaces it).
+_open_url: Any = urllib.request.urlopen
+
+
+class EncodingUnavailableError(ValueError):
+    """tiktoken could not load an encoding (usually: offline, file not cached)."""
+
+
+def load_encoding(name: str) -> tiktoken.Encoding:
+    """The tiktoken encoding ``name``, loaded within a bounded time or failing with
+    ``EncodingUnavailableError`` saying how to provide it offline."""
+    known = tiktoken.list_encoding_names()
+    if name not in known:
+        shown = safe_repr(name, 80)
+        msg = f"unknown tiktoken encoding {shown}; known encodings: {', '.join(known)}"
+        raise ValueError(msg)
+    if name in _FILES:
+        _ensure_cached(name)
+    try:
+        return tiktoken.get_encoding(name)
+    except Exception as exc:  # whatever tiktoken or a plugin raises
+        raise EncodingUnavailableError(_instructions(name, repr(exc))) from exc
+
+
+def downloads_forbidden() -> bool:
+    return os.environ.get(OFFLINE_VARIABLE, "").strip().lower() in ("1", "true", "yes")
+
+
+def _cache_dir() -> str | None:
+    """The folder tiktoken caches files in (as ``tiktoken.load`` picks it), or None
+    when caching is turned off (``TIKTOKEN_CACHE_DIR=""``)."""
+    for variable in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        if variable in os.environ:
+            return os.environ[variable] or None
+    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
+
+
+def _cache_key(url: str) -> str:
+    return hashlib.sha1(url.encode(), usedforsecurity=False).hexdigest()
+
+
+def _ensure_cached(name: str) -> None:
+    """Make sure tiktoken will find ``name``'s file in its cache, or raise."""
+    if name in getattr(tiktoken.registry, "ENCODINGS", {}):
+        return  # loaded in this process already
+    file, sha256 = _FILES[name]
+    url = _URL.format(file)
+    folder = _cache_dir()
+    if folder is None:
+        if downloads_forbidden():
+            raise EncodingUnavailableError(
+                _instructions(name, f"{OFFLINE_VARIABLE} forbids downloads and caching is off")
+            )
+        return  # tiktoken downloads it itself, every time: the user turned caching off
+    path = os.path.join(folder, _cache_key(url))
+    if _holds(path, sha256):
+        return
+    if downloads_forbidden():
+        reason = f"{OFFLINE_VARIABLE} forbids downloads and the file is not in the cache"
+        raise EncodingUnavailableError(_instructions(name, reason))
+    data = _download(url, _timeout())
+    if hashlib.sha256(data).hexdigest() != sha256:
+        reason = f"the file downloaded from {url} does not match its SHA-256"
+        raise EncodingUnavailableError(_instructions(name, reason))
+    try:
+        os.makedirs(folder, exist_ok=True)
+        temporary = f"{path}.{uuid.uuid4()}.tmp"
+        with open(temporary, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    except OSError as error:
+        reason = f"cannot save the downloaded file in tiktoken's cache {folder}: {error}"
+        raise EncodingUnavailableError(_instructions(name, reason)) from error
+
+
+def _holds(path: str, sha256: str) -> bool:
+    try:
+        with open(path, "rb") as cached:
+            return hashlib.sha256(cached.read()).hexdigest() == sha256
+    except OSError:
+        return False
+
+
+def _timeout() -> float:
+    raw = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not raw:
+        return DEFAULT_DOWNLOAD_TIMEOUT
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        msg = f"{TIMEOUT_VARIABLE} must be a number of seconds > 0, got {raw!r}"
+        raise ValueError(msg)
+    return seconds
+
+
+def _download(url: str, timeout: float) -> bytes:
+    """The body at ``url``, or raise: every socket operation waits at most
+    ``timeout`` seconds and the download stops once ``timeout`` has passed, so
+    it ends within about twice ``timeout`` however slowly the server answers."""
+    deadline = time.monotonic() + timeout
+    chunks: list[bytes] = []
+    try:
+        with _open_url(url, timeout=timeout) as response:
+            read = getattr(response, "read1", None) or response.read  # one receive at a time
+            while True:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError
+                chunk = read(_CHUNK)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+    except Exception as error:  # network errors of every kind, or blocked sockets
+        if isinstance(error, TimeoutError) or time.monotonic() >= deadline:
+            reason = f"downloading {url} did not finish within {timeout:g} s"
+        else:
+            reason = f"downloading {url} failed: {safe_repr(error, 200)}"
+        raise EncodingUnavailableError(_instructions_for(url, reason)) from error
+    return b"".join(chunks)
+
+
+def _instructions_for(url: str, reason: str) -> str:
+    name = next((n for n, (file, _) in _FILES.items() if _URL.format(file) == url), url)
+    return _instructions(name, reason)
+
+
+def _instructions(name: str, reason: str) -> str:
+    where = ""
+    if name in _FILES:
+        url = _URL.format(_FILES[name][0])
+        where = f" (for {name!r}: the file downloaded from {url}, saved as {_cache_key(url)})"
+    return (
+        f"tiktoken could not load the {name!r} encoding: {reason}. An encoding's BPE "
+        "file is downloaded on first use (within TURNTRIM_DOWNLOAD_TIMEOUT seconds, "
+        f"default {DEFAULT_DOWNLOAD_TIMEOUT:g}; never with TURNTRIM_OFFLINE=1); to count "
+        "offline, either set the TIKTOKEN_CACHE_DIR environment variable to a folder "
+        "holding that file under tiktoken's cache name, the SHA-1 hex digest of its "
+        f"download URL{where}, or build the encoding from a local file and pass it in: "
+        "TiktokenCounter(encoding=tiktoken.Encoding(name=..., pat_str=..., "
+        "mergeable_ranks=tiktoken.load.load_tiktoken_bpe(path), special_tokens=...))."
+    )
