@@ -3,8 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+# `make test-min`: the lowest versions pyproject.toml declares, in their own venv.
+VENV_MIN := .venv-min
+INSTALLED_MIN := $(VENV_MIN)/.installed
 
-.PHONY: test demo lint format typecheck mutation bench clean
+.PHONY: test test-min demo lint format typecheck mutation bench clean
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +34,19 @@ typecheck: $(INSTALLED)
 test: lint typecheck
 	$(BIN)/pytest
 
+# uv resolves every direct dependency to its declared floor (transitive ones as usual).
+$(INSTALLED_MIN): pyproject.toml
+	$(PYTHON) -m venv $(VENV_MIN)
+	$(VENV_MIN)/bin/python -m pip install --quiet --upgrade pip 'uv>=0.9,<1'
+	$(VENV_MIN)/bin/python -m uv pip install --quiet --python $(VENV_MIN)/bin/python \
+		--resolution lowest-direct -e '.[cli,agents,dev]'
+	touch $@
+
+test-min: $(INSTALLED_MIN)
+	$(VENV_MIN)/bin/python -m uv pip list --python $(VENV_MIN)/bin/python 2>/dev/null \
+		| grep -Ei '^(langchain|langchain-core|langchain-openai|langgraph|tiktoken|rich|pytest|hypothesis) '
+	$(VENV_MIN)/bin/pytest
+
 # Speed, as ratios measured side by side with trim_messages (not part of `make test`).
 bench: $(INSTALLED)
 	$(BIN)/python -m benchmarks
@@ -42,4 +58,4 @@ mutation: $(INSTALLED)
 	$(BIN)/mutmut results
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .hypothesis mutants
+	rm -rf $(VENV) $(VENV_MIN) .mypy_cache .ruff_cache .hypothesis mutants

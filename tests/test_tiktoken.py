@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import json
 import warnings
 from pathlib import Path
@@ -37,6 +38,10 @@ from tests.lc import refuse
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
+#: The installed langchain-openai's (major, minor, patch).
+OPENAI_VERSION = tuple(
+    int(part) for part in importlib.metadata.version("langchain-openai").split(".")[:3]
+)
 # Models whose encoding is cl100k_base, the one the test suite has offline.
 MODELS = ("gpt-4", "gpt-4-turbo", "gpt-3.5-turbo", "gpt-3.5-turbo-0301")
 CL100K_CACHE_KEY = "9b5ad71b2ce5302211f9c61530b329a4922fc6a4"
@@ -401,7 +406,13 @@ def test_missing_encoding_offline_says_how_to_provide_it(kwargs: dict[str, Any],
         "gpt-4.1-nano",
         "gpt-5",
         "gpt-5-mini",
-        "gpt-6-preview",
+        pytest.param(
+            "gpt-6-preview",
+            marks=pytest.mark.skipif(
+                OPENAI_VERSION < (1, 6, 4),
+                reason="ChatOpenAI before langchain-openai 1.6.4 counts gpt-6 with cl100k_base",
+            ),
+        ),
         "o1",
         "o3-mini",
         "o4-mini",
