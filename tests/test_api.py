@@ -195,3 +195,13 @@ def test_a_pickled_cache_starts_empty() -> None:
     trimmer.invoke(HISTORY)
     assert len(trimmer.counter) > 0  # type: ignore[arg-type]
     assert len(pickle.loads(pickle.dumps(trimmer)).counter) == 0
+
+
+def test_message_objects_come_back_as_themselves_and_the_rest_as_new_messages() -> None:
+    human = HumanMessage("hi")
+    kept = TurnTrimmer(max_tokens=1_000).invoke(
+        [human, ("ai", "hello"), {"role": "user", "content": "and?"}, "plain"]
+    )
+    assert kept[0] is human
+    assert [type(m).__name__ for m in kept[1:]] == ["AIMessage", "HumanMessage", "HumanMessage"]
+    assert [m.content for m in kept] == ["hi", "hello", "and?", "plain"]
