@@ -24,6 +24,7 @@ from langchain_turntrim import (
     CachedCounter,
     TokenCounter,
     TurnTrimmer,
+    TurnTrimOverflowError,
     WholeListCounter,
     per_list,
     per_message,
@@ -434,3 +435,36 @@ def test_int_subclass_counts_are_read_as_the_ints_they_hold() -> None:
     )
     assert report.tokens_after == 14
     assert type(report.tokens_after) is int
+
+
+@pytest.mark.usefixtures("tiktoken_cache")
+def test_one_turn_and_a_per_request_constant_report_what_is_sent() -> None:
+    from langchain_openai import ChatOpenAI
+    from pydantic import SecretStr
+
+    count = ChatOpenAI(model="gpt-4", api_key=SecretStr("sk-test")).get_num_tokens_from_messages
+    system = SystemMessage("You are terse.")
+    history = [system, HumanMessage("hello there"), AIMessage("hi")]
+    trimmer = TurnTrimmer(max_tokens=10, token_counter=per_list(count))
+    report = trimmer.trim_with_report(history)
+    assert report.kept == [system]
+    assert report.tokens_after == count([system]) > 10
+    assert report.budget_met is False
+    with pytest.raises(TurnTrimOverflowError):
+        TurnTrimmer(max_tokens=10, token_counter=per_list(count), on_overflow="raise").invoke(
+            history
+        )
+    # With two turns the constant comes from the two counted apart and together.
+    longer = [system, HumanMessage("a long question " * 10), AIMessage("ok"), *history[1:]]
+    report = TurnTrimmer(max_tokens=10, token_counter=per_list(count)).trim_with_report(longer)
+    assert report.kept == [system]
+    assert report.tokens_after == count([system])
+
+
+def test_no_list_of_system_messages_alone_is_ever_counted() -> None:
+    model = StrictModel()  # rejects a conversation without a user message
+    history = [SystemMessage("s" * 40), HumanMessage("q" * 30), AIMessage("a" * 30)]
+    report = TurnTrimmer(max_tokens=20, token_counter=model).trim_with_report(history)
+    assert report.kept == history[:1]
+    assert report.tokens_after == 3 + 40  # what sending the system message would count
+    assert all(any(isinstance(m, HumanMessage) for m in sent) for sent in model.sent)

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_turntrim._core import ANCHOR, PINNED, START, TrimPlan, check_count, plan_costs
 from langchain_turntrim._counting.approximate import ApproximateCounter
@@ -117,8 +117,10 @@ class WholeListCounter:
         is dropped. The plan's other figures (``system_tokens``,
         ``newest_turn_tokens``, ``tokens_before`` of a trimmed history,
         ``start_moved``) are estimates: the approximate counter's, scaled by
-        that measured error. Messages before the first user message belong to
-        no turn, are never sent and count 0.
+        that measured error. When no turn fits, the pinned messages' tokens
+        are measured without sending them alone (see ``_Search.pinned_only``).
+        Messages before the first user message belong to no turn, are never
+        sent and count 0.
         """
         # A summary (ANCHOR) is estimated as the start of its turn, and sent as
         # the pinned message it is.
@@ -260,8 +262,31 @@ class _Search:
     def pinned_only(self) -> int:
         """The pinned messages' tokens when no turn fits, without sending them alone
         (a provider may reject a request with no user message): the newest
-        turn's count with and without them."""
+        turn's count with and without them, plus the per-request constant that
+        difference cancels out (``constant``)."""
         newest = self.count(len(self.starts) - 1)
-        rest = range(self.starts[-1], len(self.messages))
-        alone = self.counter.count([self.messages[i] for i in rest if self.kinds[i] not in _PINNED])
-        return max(0, newest - alone)  # the reserve is in ``newest``
+        alone = self.counter.count(self.turn(len(self.starts) - 1))
+        return max(0, newest - alone) + self.constant(alone)  # the reserve is in ``newest``
+
+    def turn(self, k: int) -> list[BaseMessage]:
+        """Turn ``k``'s messages, without the pinned ones inside it."""
+        end = self.starts[k + 1] if k + 1 < len(self.starts) else len(self.messages)
+        return [
+            self.messages[i] for i in range(self.starts[k], end) if self.kinds[i] not in _PINNED
+        ]
+
+    def constant(self, newest_alone: int) -> int:
+        """The per-request constant (OpenAI's reply priming, say), measured on
+        valid conversations only: the two newest turns counted apart and
+        together, or, with a single turn, that turn once and twice over (not
+        when it holds tool calls, whose ids must be unique in a request: 0)."""
+        newest = self.turn(len(self.starts) - 1)
+        if len(self.starts) > 1:
+            older = self.turn(len(self.starts) - 2)
+            apart = self.counter.count(older) + newest_alone
+            together = self.counter.count(older + newest)
+            return max(0, min(apart - together, newest_alone, apart - newest_alone))
+        if any(isinstance(m, ToolMessage) or getattr(m, "tool_calls", None) for m in newest):
+            return 0
+        twice = self.counter.count(newest + newest)
+        return max(0, min(2 * newest_alone - twice, newest_alone))
