@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -22,6 +23,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_turntrim import (
     ApproximateCounter,
     CachedCounter,
+    TiktokenCounter,
     TokenCounter,
     TurnTrimmer,
     TurnTrimOverflowError,
@@ -30,6 +32,7 @@ from langchain_turntrim import (
     per_message,
 )
 from langchain_turntrim._counting.keys import message_fields, message_key
+from langchain_turntrim._counting.tools import tool_json
 from tests import strategies
 from tests.lc import LENGTH, check_conversation, content_length, message_histories
 from tests.reference import reference_trim
@@ -468,3 +471,71 @@ def test_no_list_of_system_messages_alone_is_ever_counted() -> None:
     assert report.kept == history[:1]
     assert report.tokens_after == 3 + 40  # what sending the system message would count
     assert all(any(isinstance(m, HumanMessage) for m in sent) for sent in model.sent)
+
+
+# --- models bound with tools ---------------------------------------------------------------
+
+
+def weather(city: str) -> str:
+    """The weather in a city, today, with the temperature, the wind and the rain."""
+    return "mild"
+
+
+class ToolCountingModel(GenericFakeChatModel):
+    """A chat model whose own count takes tools (as ChatAnthropic's does):
+    3 per request, a message's content length, 50 per tool."""
+
+    def get_num_tokens_from_messages(
+        self, messages: list[BaseMessage], tools: Sequence[Any] | None = None
+    ) -> int:
+        return 3 + sum(len(str(m.content)) for m in messages) + 50 * len(tools or ())
+
+
+class PlainModel(GenericFakeChatModel):
+    """A chat model whose count knows nothing of tools."""
+
+    def get_num_tokens_from_messages(self, messages: list[BaseMessage]) -> int:  # type: ignore[override]
+        return 3 + sum(len(str(m.content)) for m in messages)
+
+
+def fake(cls: type[GenericFakeChatModel]) -> Any:
+    return cls(messages=iter([]))
+
+
+TURNS = [HumanMessage("q" * 20), AIMessage("a" * 20), HumanMessage("r" * 20), AIMessage("b" * 20)]
+
+
+@pytest.mark.usefixtures("tiktoken_cache")
+def test_an_openai_model_bound_with_tools_prices_them() -> None:
+    from langchain_openai import ChatOpenAI
+    from pydantic import SecretStr
+
+    model = ChatOpenAI(model="gpt-4", api_key=SecretStr("sk-test"))
+    bound = model.bind_tools([weather])
+    plain = TurnTrimmer(max_tokens=10_000, token_counter=model)
+    priced = TurnTrimmer(max_tokens=10_000, token_counter=bound)
+    tools = TiktokenCounter("gpt-4").count_tools(bound.kwargs["tools"])  # type: ignore[attr-defined]
+    assert tools > 20
+    assert priced.counter.count(TURNS) == plain.counter.count(TURNS) + tools
+    assert priced.trim_with_report(TURNS).overhead_tokens == 3 + tools
+    budget = plain.counter.count(TURNS) + tools
+    assert TurnTrimmer(max_tokens=budget, token_counter=bound).invoke(TURNS) == TURNS
+    assert TurnTrimmer(max_tokens=budget - 1, token_counter=bound).invoke(TURNS) == TURNS[2:]
+    assert TurnTrimmer(max_tokens=budget - 1, token_counter=model).invoke(TURNS) == TURNS
+
+
+def test_a_model_that_counts_tools_is_given_them() -> None:
+    bound = fake(ToolCountingModel).bind(tools=[weather])
+    trimmer = TurnTrimmer(max_tokens=10_000, token_counter=bound)
+    assert trimmer.counter.count(TURNS) == 3 + 80 + 50
+    assert TurnTrimmer(max_tokens=3 + 80 + 49, token_counter=bound).invoke(TURNS) == TURNS[2:]
+
+
+def test_a_model_that_cannot_count_tools_is_sent_their_schemas_first() -> None:
+    bound = fake(PlainModel).bind(tools=[weather])
+    trimmer = TurnTrimmer(max_tokens=10_000, token_counter=bound)
+    schema = len(tool_json(weather))
+    assert trimmer.counter.count(TURNS) == 3 + schema + 80
+    report = TurnTrimmer(max_tokens=3 + schema + 79, token_counter=bound).trim_with_report(TURNS)
+    assert report.kept == TURNS[2:]
+    assert report.tokens_after == 3 + schema + 40

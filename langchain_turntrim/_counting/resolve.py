@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_turntrim._core import check_count
-from langchain_turntrim._counting.additive import AdditiveCounter, Uncached
+from langchain_turntrim._counting.additive import AdditiveCounter, Uncached, Wrapper
 from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.cache import DEFAULT_CACHE_SIZE, CachedCounter
 from langchain_turntrim._counting.calibrated import CalibratedCounter
 from langchain_turntrim._counting.functions import per_message
 from langchain_turntrim._counting.protocol import ResolvedCounter, TokenCounter
+from langchain_turntrim._counting.tools import tool_messages
 from langchain_turntrim._counting.whole_list import WholeListCounter
 from langchain_turntrim._safe_repr import safe_repr
 
@@ -53,7 +56,8 @@ def resolve_counter(token_counter: object, cache_size: int = DEFAULT_CACHE_SIZE)
     is never wrapped: its counts change as it learns); a ``WholeListCounter``
     (one from ``per_list`` is given a cache of ``cache_size`` entries);
     an OpenAI chat model (counted exactly and locally by ``TiktokenCounter``);
-    any other object with ``get_num_tokens_from_messages``;
+    any other object with ``get_num_tokens_from_messages``; a model bound with
+    tools (``model.bind_tools(...)``), whose tools are priced in every count;
     ``count_tokens_approximately``; any other callable, by the annotation rule
     of ``trim_messages`` (use ``per_message``/``per_list`` to say it
     explicitly). Anything else raises ``TypeError``/``ValueError`` now.
@@ -96,6 +100,9 @@ def _expand(token_counter: object, cache_size: int) -> object:
         return ApproximateCounter()
     if isinstance(token_counter, (TokenCounter, WholeListCounter)):
         return token_counter
+    tools = _bound_tools(token_counter)
+    if tools is not None:
+        return _with_tools(token_counter.bound, tools, cache_size)  # type: ignore[attr-defined]
     if hasattr(token_counter, "get_num_tokens_from_messages"):
         exact = _local_counter_for_model(token_counter)
         if exact is not None:
@@ -151,3 +158,87 @@ def _local_counter_for_model(model: object) -> TokenCounter | None:
         if isinstance(exc, EncodingUnavailableError):
             raise
         return None
+
+
+def _bound_tools(value: object) -> list[Any] | None:
+    """The tools of a model bound with them (``model.bind_tools(...)``), else None."""
+    # Without LangChain's Runnables loaded, nothing can be a RunnableBinding.
+    runnables = sys.modules.get("langchain_core.runnables.base")
+    if runnables is None or not isinstance(value, runnables.RunnableBinding):
+        return None
+    tools = value.kwargs.get("tools")
+    if not isinstance(tools, (list, tuple)) or not hasattr(
+        value.bound, "get_num_tokens_from_messages"
+    ):
+        return None
+    return list(tools)
+
+
+def _with_tools(model: Any, tools: list[Any], cache_size: int) -> object:
+    """The counter of ``model`` with ``tools`` priced in every count.
+
+    OpenAI models: ``TiktokenCounter``, the tools a constant per request (their
+    JSON schemas, one system message each, as ``count_tools`` prices them).
+    A model whose own ``get_num_tokens_from_messages`` counts tools is given
+    them (``tools=``, as ``trim_messages`` does); to one that ignores them
+    (LangChain's default implementation, ``ChatOpenAI``'s) the schemas are
+    sent as system messages before the conversation.
+    """
+    exact = _local_counter_for_model(model)
+    if exact is not None:
+        return ToolsPriced(exact, tools)
+    function = model.get_num_tokens_from_messages
+    label = f"{type(model).__name__}.get_num_tokens_from_messages with {len(tools)} tools"
+    if _counts_tools(model):
+        return WholeListCounter(functools.partial(function, tools=tools), cache_size, label=label)
+    return WholeListCounter(SchemasFirst(function, tools), cache_size, label=label)
+
+
+def _counts_tools(model: object) -> bool:
+    from langchain_core.language_models import BaseLanguageModel  # noqa: PLC0415
+
+    method = getattr(type(model), "get_num_tokens_from_messages", None)
+    if method is BaseLanguageModel.get_num_tokens_from_messages:
+        return False  # it warns and ignores them
+    if type(model).__module__.startswith("langchain_openai"):
+        return False  # so does ChatOpenAI's
+    try:
+        parameters = inspect.signature(model.get_num_tokens_from_messages).parameters  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        return False
+    return "tools" in parameters
+
+
+class SchemasFirst:
+    """``function(schemas + messages)``: tool schemas counted as system messages
+    sent before the conversation (for a model that cannot count tools)."""
+
+    def __init__(self, function: Callable[[list[BaseMessage]], int], tools: Sequence[Any]) -> None:
+        self.function = function
+        self.schemas = tool_messages(tools)
+
+    def __call__(self, messages: list[BaseMessage]) -> int:
+        return self.function([*self.schemas, *messages])
+
+    def __repr__(self) -> str:
+        return f"SchemasFirst({safe_repr(self.function)}, {len(self.schemas)} tools)"
+
+
+class ToolsPriced(Wrapper):
+    """A ``TokenCounter`` whose ``overhead`` includes the bound tools' price."""
+
+    def __init__(self, counter: TokenCounter, tools: Sequence[Any]) -> None:
+        self.counter = counter
+        self.tools = list(tools)
+        self._tool_tokens = self.count_tools(self.tools)
+
+    @property
+    def overhead(self) -> int:
+        return self.counter.overhead + self._tool_tokens
+
+    def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+        return self.counter.count_each(messages)
+
+    def __repr__(self) -> str:
+        tools = f"{len(self.tools)} bound tools ({self._tool_tokens} tokens)"
+        return f"{safe_repr(self.counter)} + {tools}"
