@@ -287,7 +287,7 @@ def describe(index: int, message: object) -> str:
     ``"id"`` or an object's ``id`` attribute. Never raises."""
     try:
         ident = message.get("id") if isinstance(message, Mapping) else getattr(message, "id", None)
-    except Exception:  # a mapping or property that fails: name the index alone
+    except Exception:  # noqa: BLE001 - a mapping or property that fails: name the index alone
         ident = None
     return f"messages[{index}]" + (f" (id {safe_repr(ident, 80)})" if ident is not None else "")
 

@@ -90,7 +90,7 @@ def _reason(error: BaseException) -> str:
     """``str(error)``, never raising (LangChain's messages may repr the input)."""
     try:
         return str(error)
-    except Exception:  # a message built from the input's own broken __repr__
+    except Exception:  # noqa: BLE001 - a message built from the input's own broken __repr__
         return type(error).__name__
 
 

@@ -89,7 +89,7 @@ def safe_repr(value: object, limit: int | None = None) -> str:
             text = repr(value)
         except RecursionError:
             text = deep_repr(value)
-    except Exception:  # any failure of a user's __repr__
+    except Exception:  # noqa: BLE001 - any failure of a user's __repr__
         text = f"<{type(value).__name__} object (its repr failed)>"
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"

@@ -175,7 +175,7 @@ def _trimmer_of(value: Any) -> TurnTrimmer:
 @pytest.mark.parametrize("name", list(builds()))
 @pytest.mark.parametrize(
     "duplicate",
-    [copy.copy, copy.deepcopy, lambda value: pickle.loads(pickle.dumps(value))],
+    [copy.copy, copy.deepcopy, lambda value: pickle.loads(pickle.dumps(value))],  # noqa: S301 - our own bytes
     ids=["copy", "deepcopy", "pickle"],
 )
 def test_copies_and_pickles_trim_alike(name: str, duplicate: Any) -> None:
@@ -194,7 +194,7 @@ def test_a_pickled_cache_starts_empty() -> None:
     trimmer = TurnTrimmer(max_tokens=40, token_counter=TiktokenCounter("gpt-4"))
     trimmer.invoke(HISTORY)
     assert len(trimmer.counter) > 0  # type: ignore[arg-type]
-    assert len(pickle.loads(pickle.dumps(trimmer)).counter) == 0
+    assert len(pickle.loads(pickle.dumps(trimmer)).counter) == 0  # noqa: S301 - our own bytes
 
 
 def test_message_objects_come_back_as_themselves_and_the_rest_as_new_messages() -> None:

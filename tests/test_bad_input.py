@@ -154,7 +154,7 @@ class BrokenReprInt(int):
 
 def chat(role: Any, ident: Any = "c2") -> ChatMessage:
     """A ChatMessage whose role (and id) were reassigned after construction."""
-    message = ChatMessage("x", role="user", id="c2")
+    message = ChatMessage(content="x", role="user", id="c2")
     message.role = role
     message.id = ident
     return message
@@ -350,8 +350,10 @@ def _message_cases() -> list[Any]:
             "ChatMessage-role-with-broken-repr",
             lambda: chat(BrokenRepr()),
             TypeError,
-            "messages[2] (id 'c2'): ChatMessage role must be a str, "
-            f"got BrokenRepr {unrepresentable}",
+            (
+                "messages[2] (id 'c2'): ChatMessage role must be a str, "
+                f"got BrokenRepr {unrepresentable}"
+            ),
             "",
         ),
         (
@@ -382,7 +384,7 @@ def _record_cases() -> list[Any]:
         ),
         p(
             lambda h: trim_history(h, 10),
-            records(rec(BrokenRepr(), "assistant", -1)),
+            records({"id": BrokenRepr(), "role": "assistant", "tokens": -1}),
             ValueError,
             "messages[2] (id <BrokenRepr object (its repr failed)>): 'tokens' must be >= 0",
             "trim_history-non-str-id-with-broken-repr",
@@ -494,7 +496,7 @@ def _option_cases() -> list[Any]:
         )
     cases += [
         p(
-            lambda h, o=option: trim_turns(h, max_tokens=10, **{o: broken}),
+            lambda h, o=option: trim_turns(h, max_tokens=10, **{o: broken}),  # type: ignore[call-overload]
             good_messages(),
             ValueError,
             f"trim_turns does not support {option}=<BrokenRepr object (its repr failed)>",
@@ -507,7 +509,7 @@ def _option_cases() -> list[Any]:
 
 def _assignment_cases() -> list[Any]:
     """Configuration changed after construction: refused, whatever the value."""
-    owners: dict[str, Callable[[], TurnTrimmer]] = {
+    owners: dict[str, Callable[[], object]] = {
         "TurnTrimmer": lambda: TurnTrimmer(max_tokens=10),
         "trim_turns": lambda: trim_turns(max_tokens=10),
         "TurnTrimMiddleware.trimmer": lambda: TurnTrimMiddleware(max_tokens=10).trimmer,
@@ -626,20 +628,28 @@ def _counter_cases() -> list[Any]:
                 f"CachedCounter-given-directly-overhead-{name}",
             )
         )
-    for name, result, error, fragment in (
+    results: tuple[tuple[str, Any, type[Exception], str], ...] = (
         ("lying-int", LyingInt(-1), ValueError, "must be >= 0, got -1"),
         ("broken-repr", BrokenRepr(), TypeError, "must be an int, got BrokenRepr <BrokenRepr"),
-    ):
+    )
+    for name, result, error, fragment in results:
+
+        def whole(_messages: list[BaseMessage], r: Any = result) -> Any:
+            return r
+
+        def each(message: BaseMessage, r: Any = result) -> Any:
+            return r if message.id == "a2" else 1
+
         cases += [
             p(
-                counter_case(per_list(lambda ms, r=result: r)),
+                counter_case(per_list(whole)),
                 good_messages(),
                 error,
                 fragment,
                 f"per_list-function-{name}",
             ),
             p(
-                counter_case(per_message(lambda m, r=result: r if m.id == "a2" else 1)),
+                counter_case(per_message(each)),
                 good_messages(),
                 error,
                 "messages[2] (id 'a2')",

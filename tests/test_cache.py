@@ -24,6 +24,7 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
 )
+from langchain_core.messages.tool import tool_call_chunk
 
 from langchain_turntrim import CachedCounter, TiktokenCounter, TurnTrimmer, per_list
 from langchain_turntrim._counting.keys import message_key
@@ -113,11 +114,13 @@ def test_keys_tell_equal_looking_values_apart(one: Any, other: Any) -> None:
 
 
 def test_equal_messages_share_a_key() -> None:
-    build = lambda: AIMessage(  # noqa: E731
-        [{"type": "text", "text": "x"}],
-        tool_calls=[{"name": "f", "args": {"q": [1, 2.5, None]}, "id": "c"}],
-        name="bot",
-    )
+    def build() -> AIMessage:
+        return AIMessage(
+            content=[{"type": "text", "text": "x"}],
+            tool_calls=[{"name": "f", "args": {"q": [1, 2.5, None]}, "id": "c"}],
+            name="bot",
+        )
+
     assert message_key(build()) == message_key(build())
     assert message_key(build()) is not None
 
@@ -325,11 +328,11 @@ class CacheAgrees(RuleBasedStateMachine):
     @rule(first=lcst.texts(), second=lcst.texts(), calls=st.booleans())
     def add_chunks(self, first: str, second: str, calls: bool) -> None:
         chunks = [
-            {"name": "f", "args": '{"a": ', "id": "c1", "index": 0},
-            {"name": None, "args": "1}", "id": None, "index": 0},
+            tool_call_chunk(name="f", args='{"a": ', id="c1", index=0),
+            tool_call_chunk(name=None, args="1}", id=None, index=0),
         ]
-        one = AIMessageChunk(first, tool_call_chunks=chunks[:1] if calls else [])
-        two = AIMessageChunk(second, tool_call_chunks=chunks[1:] if calls else [])
+        one = AIMessageChunk(content=first, tool_call_chunks=chunks[:1] if calls else [])
+        two = AIMessageChunk(content=second, tool_call_chunks=chunks[1:] if calls else [])
         self.pool.append(one + two)
 
     @precondition(lambda self: self.pool)
@@ -349,7 +352,9 @@ class CacheAgrees(RuleBasedStateMachine):
 
 TestCacheAgrees = CacheAgrees.TestCase
 # Hypothesis describes every step; a few steps hold tool calls long enough to warn.
-TestCacheAgrees.pytestmark = [pytest.mark.filterwarnings("ignore:Generating overly large repr")]
+TestCacheAgrees.pytestmark = [  # type: ignore[attr-defined]
+    pytest.mark.filterwarnings("ignore:Generating overly large repr")
+]
 TestCacheAgrees.settings = settings(
     max_examples=60,
     stateful_step_count=20,

@@ -76,10 +76,11 @@ def test_kept_messages_are_the_bytes_that_were_read(tmp_path, capsys, shape):
     assert "old question" not in out
     if shape == "object":
         assert out.startswith('{"temperature": 0.10000000000000001, "messages": [')
-    kept = json.loads(out)["messages"] if shape == "object" else None
-    if shape == "array":
+    if shape == "object":
+        kept = json.loads(out)["messages"]
+    elif shape == "array":
         kept = json.loads(out)
-    if shape == "jsonl":
+    else:
         kept = [json.loads(line) for line in out.splitlines()]
     assert [m["id"] for m in kept] == ["u1", "a1"]
 
@@ -203,7 +204,7 @@ def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, tmp_path, capsys):
 def _subprocess(script: str, *args: str, stdin: Any = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
     return subprocess.run(
-        ["sh", "-c", script, sys.executable, *args],
+        ["sh", "-c", script, sys.executable, *args],  # noqa: S607 - the shell on PATH, as a user's
         stdin=stdin,
         capture_output=True,
         text=True,

@@ -16,6 +16,7 @@ import tiktoken.load
 import tiktoken.registry
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
+from typing_extensions import Self
 
 from langchain_turntrim import EncodingUnavailableError, TiktokenCounter, TurnTrimmer
 from langchain_turntrim._cli import main
@@ -59,7 +60,7 @@ class Silent:
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
 
-    def __enter__(self) -> Silent:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -76,7 +77,7 @@ class Serving:
     def __init__(self, body: bytes) -> None:
         self.body = body
 
-    def __enter__(self) -> Serving:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -102,7 +103,7 @@ def finishes(call: Callable[[], Any]) -> Any:
     def run() -> None:
         try:
             outcome.append(call())
-        except BaseException as error:  # handed back to the test
+        except BaseException as error:  # noqa: BLE001 - handed back to the test
             outcome.append(error)
 
     thread = threading.Thread(target=run, daemon=True)
@@ -212,6 +213,7 @@ def test_a_cached_encoding_loads_offline_without_opening_anything(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
-    monkeypatch.setattr(encodings, "_open_url", opener(Silent, opened := []))
+    opened: list[str] = []
+    monkeypatch.setattr(encodings, "_open_url", opener(Silent, opened))
     assert TiktokenCounter("gpt-4").count_each([]) == []
     assert opened == []

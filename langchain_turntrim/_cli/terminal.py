@@ -11,6 +11,10 @@ __all__ = ["neutral"]
 _BIDI: Final = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
+#: Code points below this are written ``\\xNN``, the rest ``\\uNNNN``.
+_ONE_BYTE: Final = 0x100
+
+
 def neutral(text: str) -> str:
     """``text`` with every control character, lone surrogate and bidirectional
     override written as its escape (``\\x1b``, ``\\x9b``, ``\\ud83d``, ``\\u202e``).
@@ -27,5 +31,5 @@ def neutral(text: str) -> str:
 def _escape(char: str) -> str:
     if char in _BIDI or unicodedata.category(char) in ("Cc", "Cs"):
         code = ord(char)
-        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+        return f"\\x{code:02x}" if code < _ONE_BYTE else f"\\u{code:04x}"
     return char

@@ -17,6 +17,7 @@ import tempfile
 import time
 import urllib.request
 import uuid
+from pathlib import Path
 from typing import Any, Final
 
 import tiktoken
@@ -86,13 +87,13 @@ def downloads_forbidden() -> bool:
     return os.environ.get(OFFLINE_VARIABLE, "").strip().lower() in ("1", "true", "yes")
 
 
-def _cache_dir() -> str | None:
+def _cache_dir() -> Path | None:
     """The folder tiktoken caches files in (as ``tiktoken.load`` picks it), or None
     when caching is turned off (``TIKTOKEN_CACHE_DIR=""``)."""
     for variable in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
         if variable in os.environ:
-            return os.environ[variable] or None
-    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
+            return Path(os.environ[variable]) if os.environ[variable] else None
+    return Path(tempfile.gettempdir()) / "data-gym-cache"
 
 
 def _cache_key(url: str) -> str:
@@ -112,7 +113,7 @@ def _ensure_cached(name: str) -> None:
                 _instructions(name, f"{OFFLINE_VARIABLE} forbids downloads and caching is off")
             )
         return  # tiktoken downloads it itself, every time: the user turned caching off
-    path = os.path.join(folder, _cache_key(url))
+    path = folder / _cache_key(url)
     if _holds(path, sha256):
         return
     if downloads_forbidden():
@@ -123,20 +124,18 @@ def _ensure_cached(name: str) -> None:
         reason = f"the file downloaded from {url} does not match its SHA-256"
         raise EncodingUnavailableError(_instructions(name, reason))
     try:
-        os.makedirs(folder, exist_ok=True)
-        temporary = f"{path}.{uuid.uuid4()}.tmp"
-        with open(temporary, "wb") as out:
-            out.write(data)
-        os.replace(temporary, path)
+        folder.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f"{path.name}.{uuid.uuid4()}.tmp")
+        temporary.write_bytes(data)
+        temporary.replace(path)
     except OSError as error:
         reason = f"cannot save the downloaded file in tiktoken's cache {folder}: {error}"
         raise EncodingUnavailableError(_instructions(name, reason)) from error
 
 
-def _holds(path: str, sha256: str) -> bool:
+def _holds(path: Path, sha256: str) -> bool:
     try:
-        with open(path, "rb") as cached:
-            return hashlib.sha256(cached.read()).hexdigest() == sha256
+        return hashlib.sha256(path.read_bytes()).hexdigest() == sha256
     except OSError:
         return False
 
@@ -160,24 +159,29 @@ def _download(url: str, timeout: float) -> bytes:
     ``timeout`` seconds and the download stops once ``timeout`` has passed, so
     it ends within about twice ``timeout`` however slowly the server answers."""
     deadline = time.monotonic() + timeout
-    chunks: list[bytes] = []
     try:
         with _open_url(url, timeout=timeout) as response:
-            read = getattr(response, "read1", None) or response.read  # one receive at a time
-            while True:
-                if time.monotonic() >= deadline:
-                    raise TimeoutError
-                chunk = read(_CHUNK)
-                if not chunk:
-                    break
-                chunks.append(chunk)
+            return _read_until(response, deadline)
     except Exception as error:  # network errors of every kind, or blocked sockets
         if isinstance(error, TimeoutError) or time.monotonic() >= deadline:
             reason = f"downloading {url} did not finish within {timeout:g} s"
         else:
             reason = f"downloading {url} failed: {safe_repr(error, 200)}"
         raise EncodingUnavailableError(_instructions_for(url, reason)) from error
-    return b"".join(chunks)
+
+
+def _read_until(response: Any, deadline: float) -> bytes:
+    """The response's body, one receive at a time, or ``TimeoutError`` once
+    ``deadline`` (a ``time.monotonic()``) has passed."""
+    read = getattr(response, "read1", None) or response.read
+    chunks: list[bytes] = []
+    while True:
+        if time.monotonic() >= deadline:
+            raise TimeoutError
+        chunk = read(_CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
 
 
 def _instructions_for(url: str, reason: str) -> str:

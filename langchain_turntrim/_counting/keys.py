@@ -71,7 +71,7 @@ def frozen_copy(message: BaseMessage, fields: Sequence[Any]) -> BaseMessage:
 _KEEP_BUFFER: Final = 1 << 16
 
 
-class _Unkeyable(Exception):
+class _UnkeyableError(Exception):
     """A value ``digest`` cannot key faithfully."""
 
 
@@ -87,7 +87,7 @@ class _Pickler(pickle.Pickler):
     """
 
     def reducer_override(self, obj: object) -> NoReturn:
-        raise _Unkeyable(type(obj).__name__)
+        raise _UnkeyableError(type(obj).__name__)
 
 
 _local = threading.local()
@@ -120,7 +120,7 @@ def digest(values: Sequence[Any]) -> bytes | None:
         pickler.dump(values)
         with buffer.getbuffer() as data:
             result = hashlib.sha256(data).digest()
-    except (_Unkeyable, RecursionError, ValueError, pickle.PicklingError):
+    except (_UnkeyableError, RecursionError, ValueError, pickle.PicklingError):
         result = None
     finally:
         if buffer.tell() > _KEEP_BUFFER:
