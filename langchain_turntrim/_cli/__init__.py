@@ -1,8 +1,10 @@
 """The ``turntrim`` command.
 
 * ``app``: argument parsing, the commands and their exit statuses;
+* ``planning``: the counter and overflow options, and the plan of a transcript;
 * ``transcript``: reading transcripts and writing kept messages in their shape;
 * ``diagnostics``: why a message dict was rejected, naming the field;
+* ``terminal``: what is displayed, with control characters neutralised;
 * ``tables``: the ``report`` and ``demo`` tables (``rich``, the ``cli`` extra);
 * ``sample_conversation.json``: the conversation ``turntrim demo`` shows.
 """

@@ -19,9 +19,11 @@ import binascii
 import math
 import struct
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
-__all__ = ["ImagePricing", "image_pricing", "image_size"]
+from langchain_core.messages import is_data_content_block
+
+__all__ = ["ImagePricing", "image_pricing", "image_size", "image_source"]
 
 #: (model prefix, multiplier) of the patch-priced models, most specific first.
 PATCH_MODELS: Final = (("gpt-4.1-mini", 1.62), ("gpt-4.1-nano", 2.46), ("o4-mini", 1.72))
@@ -202,3 +204,29 @@ def _jpeg(b: bytes) -> tuple[int, int] | None:
             return None
         i += 2 + length
     return None
+
+
+def _data_url(url: object) -> object:
+    """``url`` if it carries the image (a ``data:`` URL), else None: never fetched."""
+    return url if isinstance(url, str) and url.startswith("data:") else None
+
+
+def image_source(block: dict[str, Any]) -> tuple[object, str] | None:
+    """An image block's base64 data (None for a URL or a file id) and its
+    detail; None where ChatOpenAI drops the block (an Anthropic-style
+    unusable source)."""
+    if block.get("type") == "image_url":
+        spec = block.get("image_url")
+        if isinstance(spec, dict):
+            detail = spec.get("detail")
+            return _data_url(spec.get("url")), detail if isinstance(detail, str) else "auto"
+        return _data_url(spec), "auto"
+    source = block.get("source")
+    if source and isinstance(source, dict) and not is_data_content_block(block):
+        kind = source.get("type")
+        if kind == "base64" and source.get("media_type") and source.get("data"):
+            return source["data"], "auto"
+        return (None, "auto") if kind == "url" and source.get("url") else None
+    if block.get("source_type") == "base64":
+        return block.get("data"), "auto"
+    return block.get("base64") or _data_url(block.get("url")), "auto"

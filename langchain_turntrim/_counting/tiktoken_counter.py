@@ -8,7 +8,6 @@ without ever touching the network once its encoding is loaded.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable, Sequence
 from typing import Any, Final
@@ -23,12 +22,12 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
     ToolMessage,
-    is_data_content_block,
 )
 
 from langchain_turntrim._counting.additive import AdditiveCounter
 from langchain_turntrim._counting.encodings import EncodingUnavailableError, load_encoding
-from langchain_turntrim._counting.openai_images import image_pricing, image_size
+from langchain_turntrim._counting.openai_images import image_pricing, image_size, image_source
+from langchain_turntrim._counting.openai_models import encoding_name_for_model
 from langchain_turntrim._counting.openai_tools import tool_framing, tools_tokens
 from langchain_turntrim._messages import check_messages
 from langchain_turntrim._safe_repr import deep_repr
@@ -37,8 +36,6 @@ __all__ = ["EncodingUnavailableError", "TiktokenCounter"]
 
 #: The model used when neither ``model`` nor ``encoding`` is given.
 DEFAULT_MODEL: Final = "gpt-4o"
-#: Prefixes ChatOpenAI maps to ``o200k_base`` when tiktoken does not know the name.
-O200K_PREFIXES: Final = ("gpt-4o", "gpt-4.1", "gpt-5", "gpt-6")
 #: Reply priming (``<|im_start|>assistant``), counted once per request.
 REPLY_PRIMING: Final = 3
 #: What ChatOpenAI adds for a tool message's ``tool_call_id``, whatever it is.
@@ -59,75 +56,12 @@ _dump_args: Final = json.JSONEncoder(ensure_ascii=False, default=str).encode
 _dump_block: Final = json.JSONEncoder(ensure_ascii=False, default=str, sort_keys=True).encode
 
 
-def _encoding_name_for_model(model: str) -> str:
-    """The encoding ``ChatOpenAI._get_encoding_model`` picks for ``model``, for
-    the names it knows; ``ValueError`` (naming the closest known names) for the
-    rest, where ChatOpenAI would guess ``cl100k_base``."""
-    try:
-        return tiktoken.encoding_name_for_model(model)
-    except KeyError:
-        pass
-    if model.lower().startswith(O200K_PREFIXES):
-        return "o200k_base"
-    if model.startswith("ft:"):  # ft:BASE:org:suffix:id, a fine-tune of BASE
-        base = model[3:].partition(":")[0]
-        if base and base != model:
-            try:
-                return _encoding_name_for_model(base)
-            except ValueError:
-                pass
-    raise ValueError(_unknown_model_message(model))
-
-
-def _known_model_names() -> list[str]:
-    exact = tiktoken.model.MODEL_TO_ENCODING
-    prefixes = [p.rstrip("-") for p in tiktoken.model.MODEL_PREFIX_TO_ENCODING if ":" not in p]
-    return sorted({*exact, *prefixes, *O200K_PREFIXES})
-
-
-def _unknown_model_message(model: str) -> str:
-    close = difflib.get_close_matches(model.lower(), _known_model_names(), n=3, cutoff=0.6)
-    hint = f" (closest known: {', '.join(map(repr, close))})" if close else ""
-    return (
-        f"unknown OpenAI model {model!r}{hint}. TiktokenCounter knows the models tiktoken "
-        f"maps, names starting with {', '.join(O200K_PREFIXES)}, and 'ft:' fine-tunes of "
-        "those; for any other model pass its encoding instead, e.g. "
-        "TiktokenCounter(encoding='o200k_base')."
-    )
-
-
 def _dumped_len(encode: Callable[[str], list[int]], obj: object, dump: Callable[[Any], str]) -> int:
     try:
         text = dump(obj)
     except (TypeError, ValueError, RecursionError):  # odd keys, cycles, deep nesting
         text = deep_repr(obj)
     return len(encode(text))
-
-
-def _data_url(url: object) -> object:
-    """``url`` if it carries the image (a ``data:`` URL), else None: never fetched."""
-    return url if isinstance(url, str) and url.startswith("data:") else None
-
-
-def _image_source(block: dict[str, Any]) -> tuple[object, str] | None:
-    """An image block's base64 data (None for a URL or a file id) and its
-    detail; None where ChatOpenAI drops the block (an Anthropic-style
-    unusable source)."""
-    if block.get("type") == "image_url":
-        spec = block.get("image_url")
-        if isinstance(spec, dict):
-            detail = spec.get("detail")
-            return _data_url(spec.get("url")), detail if isinstance(detail, str) else "auto"
-        return _data_url(spec), "auto"
-    source = block.get("source")
-    if source and isinstance(source, dict) and not is_data_content_block(block):
-        kind = source.get("type")
-        if kind == "base64" and source.get("media_type") and source.get("data"):
-            return source["data"], "auto"
-        return (None, "auto") if kind == "url" and source.get("url") else None
-    if block.get("source_type") == "base64":
-        return block.get("data"), "auto"
-    return block.get("base64") or _data_url(block.get("url")), "auto"
 
 
 class TiktokenCounter(AdditiveCounter):
@@ -228,7 +162,7 @@ class TiktokenCounter(AdditiveCounter):
             if not model.strip():
                 msg = "model must be a non-empty model name"
                 raise ValueError(msg)
-            encoding_name = _encoding_name_for_model(model)
+            encoding_name = encoding_name_for_model(model)
             enc = load_encoding(encoding_name)
             per_message, per_name = (4, -1) if model.startswith("gpt-3.5-turbo-0301") else (3, 1)
         elif isinstance(encoding, tiktoken.Encoding):
@@ -383,7 +317,7 @@ class TiktokenCounter(AdditiveCounter):
         return None
 
     def _image(self, block: dict[str, Any]) -> int:
-        found = _image_source(block)
+        found = image_source(block)
         if found is None:
             return 0
         data, detail = found

@@ -1,0 +1,51 @@
+"""Which tiktoken encoding an OpenAI model name uses; unknown names are an error."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Final
+
+import tiktoken
+import tiktoken.model
+
+__all__ = ["O200K_PREFIXES", "encoding_name_for_model"]
+
+#: Prefixes ChatOpenAI maps to ``o200k_base`` when tiktoken does not know the name.
+O200K_PREFIXES: Final = ("gpt-4o", "gpt-4.1", "gpt-5", "gpt-6")
+
+
+def encoding_name_for_model(model: str) -> str:
+    """The encoding ``ChatOpenAI._get_encoding_model`` picks for ``model``, for
+    the names it knows; ``ValueError`` (naming the closest known names) for the
+    rest, where ChatOpenAI would guess ``cl100k_base``."""
+    try:
+        return tiktoken.encoding_name_for_model(model)
+    except KeyError:
+        pass
+    if model.lower().startswith(O200K_PREFIXES):
+        return "o200k_base"
+    if model.startswith("ft:"):  # ft:BASE:org:suffix:id, a fine-tune of BASE
+        base = model[3:].partition(":")[0]
+        if base and base != model:
+            try:
+                return encoding_name_for_model(base)
+            except ValueError:
+                pass
+    raise ValueError(_unknown_model_message(model))
+
+
+def _known_model_names() -> list[str]:
+    exact = tiktoken.model.MODEL_TO_ENCODING
+    prefixes = [p.rstrip("-") for p in tiktoken.model.MODEL_PREFIX_TO_ENCODING if ":" not in p]
+    return sorted({*exact, *prefixes, *O200K_PREFIXES})
+
+
+def _unknown_model_message(model: str) -> str:
+    close = difflib.get_close_matches(model.lower(), _known_model_names(), n=3, cutoff=0.6)
+    hint = f" (closest known: {', '.join(map(repr, close))})" if close else ""
+    return (
+        f"unknown OpenAI model {model!r}{hint}. TiktokenCounter knows the models tiktoken "
+        f"maps, names starting with {', '.join(O200K_PREFIXES)}, and 'ft:' fine-tunes of "
+        "those; for any other model pass its encoding instead, e.g. "
+        "TiktokenCounter(encoding='o200k_base')."
+    )
