@@ -88,3 +88,11 @@ def _histories_are_never_mutated(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(TurnTrimmer, "plan", _unchanged(TurnTrimmer.plan, 1))
     monkeypatch.setattr(TurnTrimmer, "_decide", _unchanged(TurnTrimmer._decide, 1))
     monkeypatch.setattr(TurnTrimMiddleware, "_plan", _unchanged(TurnTrimMiddleware._plan, 1))
+
+
+@pytest.fixture
+def plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rich's plain (piped) output at 120 columns."""
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COLUMNS", "120")

@@ -38,3 +38,12 @@ def snapshot(value: object) -> object:
     if isinstance(value, Mapping):
         return (type(value), copy.deepcopy(dict(value)))
     return safe_repr(value)  # never raises, whatever the value's own __repr__ does
+
+
+def run_cli(capsys: Any, *args: str) -> tuple[int, str, str]:
+    """``turntrim ARGS`` in-process: the exit status, stdout and stderr."""
+    from langchain_turntrim._cli import main
+
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err

@@ -18,7 +18,8 @@ from langchain_core.messages import convert_to_messages
 
 import langchain_turntrim
 from langchain_turntrim import ApproximateCounter, TiktokenCounter
-from langchain_turntrim._cli.app import DEMO_MAX_TOKENS, main
+from langchain_turntrim._cli.app import DEMO_MAX_TOKENS
+from tests.helpers import run_cli
 
 SPEC = [
     {"id": "s0", "role": "system", "tokens": 20},
@@ -70,18 +71,10 @@ CHAT: list[dict[str, Any]] = [
 LAST_TURN = 11  # index of the newest user message
 
 
-@pytest.fixture(autouse=True)
-def _plain(monkeypatch: pytest.MonkeyPatch) -> None:
-    """rich's plain (piped) output at 120 columns."""
-    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "NO_COLOR"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("COLUMNS", "120")
+pytestmark = pytest.mark.usefixtures("plain_terminal")
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+run = run_cli
 
 
 def write(tmp_path: Path, name: str, data: Any) -> str:

@@ -16,6 +16,7 @@ import pytest
 
 from langchain_turntrim._cli import app
 from langchain_turntrim._cli.app import main
+from tests.helpers import run_cli
 
 # Numbers and keys a re-serialisation would change: every one must come back as written.
 ODD = (
@@ -27,17 +28,10 @@ OLD = '{"role": "user", "content": "' + "old question " * 40 + '", "id": "u0"}'
 REPLY = '{"role":"assistant","content":"ok","id":"a1"}'
 
 
-@pytest.fixture(autouse=True)
-def _plain(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "NO_COLOR"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("COLUMNS", "120")
+pytestmark = pytest.mark.usefixtures("plain_terminal")
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+run = run_cli
 
 
 def put(tmp_path: Path, text: str, name: str = "chat.json") -> str:
