@@ -174,9 +174,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         """The spec's plan for a list of ``BaseMessage``: which whole turns fit
         (no compaction, conversion, logging or tracing). Raises under
         ``on_overflow="raise"`` when not even the newest turn fits."""
-        plan = self._counter.plan(
-            messages, message_kinds(messages), self.max_tokens, trim_to=self.trim_to
-        )
+        plan = self._counter.plan(messages, None, self.max_tokens, trim_to=self.trim_to)
         check_overflow(plan, self.on_overflow)
         return plan
 
@@ -205,14 +203,13 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         self, messages: Sequence[BaseMessage], kinds: Sequence[int] | None, reserved: int
     ) -> tuple[list[BaseMessage], TrimPlan, Compaction | None]:
         """``report`` without the dropped list: the kept messages, the plan, the compaction."""
-        kinds = message_kinds(messages) if kinds is None else kinds
         plan = self._counter.plan(
             messages, kinds, self.max_tokens, reserved=reserved, trim_to=self.trim_to
         )
         if self.on_overflow == "compact" and (needs_compaction(plan) or not plan.budget_met):
             compaction = compact(
                 messages,
-                kinds,
+                message_kinds(messages) if kinds is None else kinds,
                 plan,
                 self._counter,
                 keep_tool_results=self.keep_tool_results,

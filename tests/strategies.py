@@ -42,10 +42,12 @@ __all__ = [
     "messages",
     "names",
     "raw_tool_call_arguments",
+    "reassignments",
     "system_messages",
     "texts",
     "tool_calls",
     "tool_messages",
+    "tricky_contents",
 ]
 
 #: Special-token strings of the OpenAI encodings (tiktoken's ``encode`` raises on them).
@@ -467,3 +469,28 @@ def conversations(draw: st.DrawFn, max_turns: int = 8) -> list[BaseMessage]:
         for step in range(draw(st.integers(0, 3))):
             history += draw(_step(turn, step))
     return history
+
+
+# --- changes to existing messages ----------------------------------------------------
+
+
+def tricky_contents() -> st.SearchStrategy[Any]:
+    """Contents, and strings that spell other contents (their repr, their str)."""
+    base = contents()
+    return st.one_of(base, base.map(repr), base.map(str), st.just(""), st.just([]))
+
+
+def reassignments() -> st.SearchStrategy[tuple[str, Any]]:
+    """A counted field's name and a new value for it, odd values included (a
+    list as a name, an unknown chat role)."""
+    return st.one_of(
+        st.tuples(st.just("content"), tricky_contents()),
+        st.tuples(st.just("name"), st.one_of(names(), st.just(["a", "b"]), st.just(7))),
+        st.tuples(
+            st.just("additional_kwargs"),
+            st.dictionaries(st.sampled_from(["name", "x", "__openai_role__"]), json_values()),
+        ),
+        st.tuples(st.just("tool_calls"), st.lists(tool_calls(), max_size=2)),
+        st.tuples(st.just("tool_call_id"), st.text(max_size=5)),
+        st.tuples(st.just("role"), st.sampled_from(["user", "assistant", "robot"])),
+    )

@@ -263,26 +263,6 @@ def test_a_long_call_never_holds_more_than_maxsize_entries() -> None:
 # -- 6. a cached counter always says what the bare counter says -----------------------------
 
 
-def tricky_contents() -> st.SearchStrategy[Any]:
-    """Contents, and strings that spell other contents (their repr, their str)."""
-    base = lcst.contents()
-    return st.one_of(base, base.map(repr), base.map(str), st.just(""), st.just([]))
-
-
-def reassignments() -> st.SearchStrategy[tuple[str, Any]]:
-    return st.one_of(
-        st.tuples(st.just("content"), tricky_contents()),
-        st.tuples(st.just("name"), st.one_of(lcst.names(), st.just(["a", "b"]), st.just(7))),
-        st.tuples(
-            st.just("additional_kwargs"),
-            st.dictionaries(st.sampled_from(["name", "x", "__openai_role__"]), lcst.json_values()),
-        ),
-        st.tuples(st.just("tool_calls"), st.lists(lcst.tool_calls(), max_size=2)),
-        st.tuples(st.just("tool_call_id"), st.text(max_size=5)),
-        st.tuples(st.just("role"), st.sampled_from(["user", "assistant", "robot"])),
-    )
-
-
 class CacheAgrees(RuleBasedStateMachine):
     """Random message creation, reassignment, copies, chunk addition and deletion,
     with counts compared after every step."""
@@ -301,7 +281,7 @@ class CacheAgrees(RuleBasedStateMachine):
     def create(self, message: BaseMessage) -> None:
         self.pool.append(message)
 
-    @rule(content=tricky_contents())
+    @rule(content=lcst.tricky_contents())
     def create_tricky(self, content: Any) -> None:
         self.pool.append(HumanMessage(content))
 
@@ -311,7 +291,7 @@ class CacheAgrees(RuleBasedStateMachine):
         self.pool += [HumanMessage(content), HumanMessage(spell(content))]
 
     @precondition(lambda self: self.pool)
-    @rule(data=st.data(), change=reassignments())
+    @rule(data=st.data(), change=lcst.reassignments())
     def reassign(self, data: st.DataObject, change: tuple[str, Any]) -> None:
         message = data.draw(st.sampled_from(self.pool))
         field, value = change
@@ -319,7 +299,7 @@ class CacheAgrees(RuleBasedStateMachine):
             setattr(message, field, copy.deepcopy(value))
 
     @precondition(lambda self: self.pool)
-    @rule(data=st.data(), deep=st.booleans(), content=st.none() | tricky_contents())
+    @rule(data=st.data(), deep=st.booleans(), content=st.none() | lcst.tricky_contents())
     def model_copy(self, data: st.DataObject, deep: bool, content: Any) -> None:
         message = data.draw(st.sampled_from(self.pool))
         update = {} if content is None else {"content": content}
@@ -378,7 +358,7 @@ class Yielding:
 
 @settings(max_examples=12, deadline=None)
 @given(
-    values=st.lists(tricky_contents(), min_size=2, max_size=6, unique_by=repr),
+    values=st.lists(lcst.tricky_contents(), min_size=2, max_size=6, unique_by=repr),
     maxsize=st.sampled_from([2, 64]),
 )
 def test_threads_reassigning_fields_never_poison_the_cache(values: list[Any], maxsize: int) -> None:

@@ -10,6 +10,8 @@ from langchain_core.messages import BaseMessage
 from langchain_turntrim._core import TrimPlan, check_count, describe, plan_costs
 from langchain_turntrim._counting.protocol import TokenCounter
 from langchain_turntrim._counting.tools import tool_messages
+from langchain_turntrim._counting.warm import HistoryMemo
+from langchain_turntrim._messages import message_kinds
 from langchain_turntrim._safe_repr import safe_repr
 
 __all__ = ["AdditiveCounter", "Uncached", "Wrapper", "checked_counts", "counts_list"]
@@ -21,12 +23,17 @@ class AdditiveCounter:
     A subclass provides ``overhead`` and ``count_each``; planning, whole-list
     counts and tool prices follow from them. ``source`` is the counter whose
     numbers these are (the wrapped one, for a wrapper): errors name it.
+    A subclass whose counts depend only on the messages' counted fields sets
+    ``memo`` (a ``HistoryMemo``): a history that grew since a recent plan is
+    then counted and grouped only for what it gained.
     """
 
     __slots__ = ()
 
     #: Counting is local: async callers run it on the event loop.
     blocking = False
+    #: The histories planned last (None: every plan counts every message).
+    memo: HistoryMemo | None = None
 
     @property
     def overhead(self) -> int:
@@ -42,14 +49,22 @@ class AdditiveCounter:
     def plan(
         self,
         messages: Sequence[BaseMessage],
-        kinds: Sequence[int],
+        kinds: Sequence[int] | None,
         max_tokens: int,
         *,
         reserved: int = 0,
         trim_to: int | None = None,
     ) -> TrimPlan:
-        costs = checked_counts(self.count_each(messages), messages, self.source)
-        return plan_costs(kinds, costs, max_tokens, self._overhead() + reserved, trim_to)
+        overhead = self._overhead() + reserved
+        memo = self.memo
+        if memo is not None:
+            return memo.plan(messages, kinds, self._checked_each, max_tokens, overhead, trim_to)
+        kinds = message_kinds(messages) if kinds is None else kinds
+        costs = self._checked_each(messages)
+        return plan_costs(kinds, costs, max_tokens, overhead, trim_to)
+
+    def _checked_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+        return checked_counts(self.count_each(messages), messages, self.source)
 
     def count(self, messages: Sequence[BaseMessage]) -> int:
         counts = checked_counts(self.count_each(messages), messages, self.source)

@@ -9,6 +9,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_turntrim._counting.additive import AdditiveCounter
+from langchain_turntrim._counting.cache import DEFAULT_CACHE_SIZE
+from langchain_turntrim._counting.warm import HistoryMemo
 from langchain_turntrim._messages import check_messages
 from langchain_turntrim._safe_repr import deep_repr
 
@@ -21,10 +23,21 @@ class ApproximateCounter(AdditiveCounter):
     That function rounds up per message and adds a fixed amount per message,
     so it is additive: the sum of per-message counts equals its count of the
     whole list. It is never wrapped in a ``CachedCounter``: counting a message
-    costs less than building its cache key.
+    costs less than building its cache key. It does remember the last
+    histories it planned (``HistoryMemo``, of up to ``max_messages`` messages
+    each; 0 remembers none): a history that only grew since is counted for
+    its new messages alone. ``clear()`` forgets them.
     """
 
     overhead: Final = 0
+
+    def __init__(self, max_messages: int = DEFAULT_CACHE_SIZE) -> None:
+        self.memo = HistoryMemo(max_messages) if max_messages else None
+
+    def clear(self) -> None:
+        """Forget the remembered histories (after editing a message in place)."""
+        if self.memo is not None:
+            self.memo.clear()
 
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
         check_messages(messages)
@@ -37,6 +50,11 @@ class ApproximateCounter(AdditiveCounter):
 
     def __repr__(self) -> str:
         return "ApproximateCounter()"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copies and pickles start with an empty memo."""
+        memo = self.memo
+        return (type(self), (memo.max_messages if memo is not None else 0,))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ApproximateCounter)

@@ -16,6 +16,7 @@ from langchain_turntrim._core import check_count
 from langchain_turntrim._counting.additive import Wrapper, checked_counts, counts_list
 from langchain_turntrim._counting.keys import fields_getter, fields_key, frozen_copy
 from langchain_turntrim._counting.protocol import TokenCounter
+from langchain_turntrim._counting.warm import HistoryMemo
 from langchain_turntrim._messages import check_messages
 from langchain_turntrim._safe_repr import safe_repr
 
@@ -103,6 +104,12 @@ class CachedCounter(Wrapper):
     tool call's ``args`` dict) is not seen by the first layer: assign a new
     value instead, or call ``clear()``. Counting happens outside the locks,
     so threads never wait on each other's tokenization.
+
+    Planning also remembers the last histories planned (``HistoryMemo``, of
+    up to ``maxsize`` messages each): a history that only grew since one of
+    them is counted and grouped for its new messages alone, without even
+    the identity layer's lookups. The memo holds those histories' messages
+    until newer ones replace them or ``clear()`` is called.
     """
 
     def __init__(self, counter: TokenCounter, maxsize: int = DEFAULT_CACHE_SIZE) -> None:
@@ -115,6 +122,7 @@ class CachedCounter(Wrapper):
         self._known: OrderedDict[int, tuple[Any, ...]] = OrderedDict()
         self._known_lock = threading.Lock()
         self._forget = _forgetter(self._known)
+        self.memo = HistoryMemo(maxsize) if maxsize else None
 
     @property
     def maxsize(self) -> int:
@@ -128,6 +136,8 @@ class CachedCounter(Wrapper):
         self._cache.clear()
         with self._known_lock:
             self._known.clear()
+        if self.memo is not None:
+            self.memo.clear()
 
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
         check_messages(messages)

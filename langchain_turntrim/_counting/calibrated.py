@@ -23,6 +23,7 @@ from langchain_turntrim._counting.additive import AdditiveCounter, checked_count
 from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.cache import CachedCounter
 from langchain_turntrim._counting.protocol import TokenCounter
+from langchain_turntrim._messages import message_kinds
 
 if TYPE_CHECKING:
     from langchain_turntrim._counting.callback import CalibrationCallback
@@ -166,12 +167,13 @@ class CalibratedCounter(AdditiveCounter):
     def plan(
         self,
         messages: Sequence[BaseMessage],
-        kinds: Sequence[int],
+        kinds: Sequence[int] | None,
         max_tokens: int,
         *,
         reserved: int = 0,
         trim_to: int | None = None,
     ) -> TrimPlan:
+        kinds = message_kinds(messages) if kinds is None else kinds
         state = self._state
         costs = checked_counts(_each(state, self.base.count_each(messages)), messages, self)
         overhead = _overhead(state, self.base.overhead) + reserved

@@ -55,16 +55,20 @@ class ResolvedCounter(Protocol):
     def plan(
         self,
         messages: Sequence[BaseMessage],
-        kinds: Sequence[int],
+        kinds: Sequence[int] | None,
         max_tokens: int,
         *,
         reserved: int = 0,
         trim_to: int | None = None,
     ) -> TrimPlan:
-        """The spec's plan of ``messages`` (of turn kinds ``kinds``) for
-        ``max_tokens``, with ``reserved`` tokens (e.g. tool schemas) paid once
-        per request beside the messages, as part of ``overhead_tokens``; with
-        ``trim_to``, cut at a stable boundary down to about ``trim_to``."""
+        """The spec's plan of ``messages`` for ``max_tokens``.
+
+        ``kinds`` are the messages' turn kinds (None: the counter works them
+        out with ``message_kinds``, only for the new messages of a history it
+        remembers); ``reserved`` tokens (e.g. tool schemas) are paid once per
+        request beside the messages, as part of ``overhead_tokens``; with
+        ``trim_to``, the cut is at a stable boundary down to about ``trim_to``.
+        """
         ...
 
     def count(self, messages: Sequence[BaseMessage]) -> int:

@@ -90,14 +90,14 @@ def _expand(token_counter: object, cache_size: int) -> object:
     """The counter a shortcut, a chat model or a function stands for."""
     if isinstance(token_counter, str):
         if token_counter == "approximate":
-            return ApproximateCounter()
+            return ApproximateCounter(cache_size)
         if token_counter.startswith("tiktoken:"):
             return tiktoken_shortcut(token_counter)
         shown = safe_repr(token_counter, 80)
         msg = f"unknown token_counter shortcut {shown}; the shortcuts are {SHORTCUTS}"
         raise ValueError(msg)
     if token_counter is count_tokens_approximately:
-        return ApproximateCounter()
+        return ApproximateCounter(cache_size)
     if isinstance(token_counter, (TokenCounter, WholeListCounter)):
         return token_counter
     tools = _bound_tools(token_counter)

@@ -13,12 +13,13 @@ from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.cache import DEFAULT_CACHE_SIZE, LRU
 from langchain_turntrim._counting.keys import fields_key, frozen_copy, message_fields
 from langchain_turntrim._counting.tools import tool_messages
+from langchain_turntrim._messages import message_kinds
 from langchain_turntrim._safe_repr import safe_repr
 from langchain_turntrim._stable import candidates
 
 __all__ = ["WholeListCounter"]
 
-_ESTIMATE = ApproximateCounter()
+_ESTIMATE = ApproximateCounter(0)  # counts only: it never plans
 
 
 class WholeListCounter:
@@ -96,7 +97,7 @@ class WholeListCounter:
     def plan(
         self,
         messages: Sequence[BaseMessage],
-        kinds: Sequence[int],
+        kinds: Sequence[int] | None,
         max_tokens: int,
         *,
         reserved: int = 0,
@@ -122,6 +123,7 @@ class WholeListCounter:
         Messages before the first user message belong to no turn, are never
         sent and count 0.
         """
+        kinds = message_kinds(messages) if kinds is None else kinds
         # A summary (ANCHOR) is estimated as the start of its turn, and sent as
         # the pinned message it is.
         estimated_kinds = [START if kind == ANCHOR else kind for kind in kinds]

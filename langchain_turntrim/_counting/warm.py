@@ -1,0 +1,178 @@
+"""``HistoryMemo``: the histories an additive counter planned last, so that a
+history that only grew since is counted and grouped in O(new messages).
+
+An agent trims before every model call, and between two calls its history
+only grows: the same message objects, plus the newest step. The memo keeps,
+for each of the last few histories planned, its messages, the fields each
+count was made from (``message_fields``), their turn kinds and the
+``Grouping`` of all of them. A history that starts with one of those, message
+for message (the same objects, whose counted fields are still the same
+objects, of the same kinds), is planned by counting and grouping only the
+messages after it. Anything else (a message replaced, removed or inserted, a
+field reassigned) is planned from scratch, through the per-message caches.
+
+The check of the remembered prefix is the one the identity layer of
+``CachedCounter`` makes for each message, so the memo sees every change that
+cache sees, and misses the same ones: a nested value edited in place (assign
+a new value, or call ``clear()``).
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+from collections.abc import Callable, Sequence
+from itertools import chain
+from operator import itemgetter
+from typing import Any, Final, cast
+
+from langchain_core.messages import BaseMessage
+
+from langchain_turntrim._core import Grouping, TrimPlan
+from langchain_turntrim._counting.keys import fields_getter
+from langchain_turntrim._messages import check_messages, message_kinds
+
+__all__ = ["HISTORIES", "HistoryMemo"]
+
+#: How many histories a memo remembers (the most recently planned ones).
+HISTORIES: Final = 8
+
+#: Per-message counts of a list of messages, validated (one int >= 0 each).
+Count = Callable[[Sequence[BaseMessage]], list[int]]
+Getter = Callable[[dict[str, Any]], tuple[Any, ...]]
+#: ``_APPLY(getter, d)`` is ``getter(d)``, called from C by ``map`` (no Python frame).
+_APPLY: Final = cast("Callable[[Getter, dict[str, Any]], tuple[Any, ...]]", itemgetter.__call__)
+
+
+class _Entry:
+    """One remembered history. An entry is used by one call at a time: a call
+    takes it out of the memo, extends it in place and puts it back."""
+
+    __slots__ = ("fields", "getters", "grouping", "kinds", "messages")
+
+    def __init__(self) -> None:
+        self.messages: list[BaseMessage] = []
+        self.getters: list[Getter] = []
+        #: Every message's counted fields, one after the other (the getters say how many).
+        self.fields: list[Any] = []
+        self.kinds: list[int] = []
+        self.grouping = Grouping()
+
+    def matches(self, messages: Sequence[BaseMessage], kinds: list[int] | None) -> bool:
+        """Whether ``messages`` (of turn kinds ``kinds``, when given) start with this history."""
+        known = self.messages
+        is_ = operator.is_
+        if not all(map(is_, known, messages)):
+            return False
+        if kinds is not None and self.kinds != kinds[: len(known)]:
+            return False
+        # The same objects, hence the same classes and getters: the current
+        # fields line up with the remembered ones. All of it runs in C.
+        current = chain.from_iterable(map(_APPLY, self.getters, map(vars, known)))
+        return all(map(is_, current, self.fields))
+
+    def extend(
+        self, messages: Sequence[BaseMessage], kinds: list[int] | None, count: Count
+    ) -> None:
+        """Count, classify (unless ``kinds`` are given) and group ``messages``
+        after the remembered ones.
+
+        Fields are read before counting: if another thread reassigns one in
+        between, the remembered fields are the older ones, and the next call
+        sees the change and counts again.
+        """
+        if not messages:
+            return
+        getters = list(map(fields_getter, messages))
+        fields = list(chain.from_iterable(map(_APPLY, getters, map(vars, messages))))
+        if kinds is None:
+            kinds = message_kinds(messages)
+        costs = count(messages)
+        self.grouping.extend(kinds, costs)
+        self.messages.extend(messages)
+        self.getters.extend(getters)
+        self.fields.extend(fields)
+        self.kinds.extend(kinds)
+
+
+class HistoryMemo:
+    """The last ``HISTORIES`` histories planned (each of at most ``max_messages``
+    messages), for ``AdditiveCounter.plan``.
+
+    It holds the messages of those histories (and their counted fields) until
+    newer histories push them out or ``clear()`` is called. Thread-safe:
+    concurrent calls on different histories each use their own entry.
+    """
+
+    __slots__ = ("_entries", "_lock", "max_messages")
+
+    def __init__(self, max_messages: int) -> None:
+        self.max_messages = max_messages
+        self._entries: list[_Entry] = []  # the most recent first
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        """Number of histories remembered."""
+        return len(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def plan(
+        self,
+        messages: Sequence[BaseMessage],
+        kinds: Sequence[int] | None,
+        count: Count,
+        max_tokens: int,
+        overhead: int,
+        trim_to: int | None,
+    ) -> TrimPlan:
+        """The plan of ``messages``: counted (with ``count``) and grouped only
+        after the most recent remembered history they start with, if any."""
+        if kinds is not None:
+            kinds = list(kinds)
+            if len(kinds) != len(messages):
+                msg = f"got {len(kinds)} kinds for {len(messages)} messages"
+                raise ValueError(msg)
+        entry = self._take(messages)
+        if entry is not None and not entry.matches(messages, kinds):
+            entry = None  # a message changed: this history is planned from scratch
+        start = 0 if entry is None else len(entry.messages)
+        if entry is None:
+            check_messages(messages)
+            entry = _Entry()
+        try:
+            entry.extend(messages[start:], None if kinds is None else kinds[start:], count)
+        except (TypeError, ValueError):
+            if not start:
+                raise
+            # Errors name messages by index: go through the whole list for the right one.
+            entry = _Entry()
+            entry.extend(messages, kinds, count)
+        plan = entry.grouping.plan(max_tokens, overhead, trim_to)
+        self._put(entry)
+        return plan
+
+    def _take(self, messages: Sequence[BaseMessage]) -> _Entry | None:
+        """Take out of the memo the most recent history ``messages`` may start
+        with (same length or shorter, same last message)."""
+        size = len(messages)
+        with self._lock:
+            for i, entry in enumerate(self._entries):
+                n = len(entry.messages)
+                if n <= size and (not n or entry.messages[n - 1] is messages[n - 1]):
+                    return self._entries.pop(i)
+        return None
+
+    def _put(self, entry: _Entry) -> None:
+        if not entry.messages or len(entry.messages) > self.max_messages:
+            return
+        with self._lock:
+            entries = self._entries
+            entries.insert(0, entry)
+            del entries[HISTORIES:]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copies and pickles start empty (a lock cannot be copied)."""
+        return (type(self), (self.max_messages,))
