@@ -47,9 +47,14 @@ test-min: $(INSTALLED_MIN)
 		| grep -Ei '^(langchain|langchain-core|langchain-openai|langgraph|tiktoken|rich|pytest|hypothesis) '
 	$(VENV_MIN)/bin/pytest
 
-# Speed, as ratios measured side by side with trim_messages (not part of `make test`).
+# Speed, as ratios measured side by side with trim_messages (not part of `make test`):
+# every scenario on the seeded generator, then on recorded τ-bench conversations
+# when they are beside the checkout, then the README's tables from those two runs.
+TAU_BENCH := ../shared/data/tau-bench-gpt4o-airline.json
 bench: $(INSTALLED)
 	$(BIN)/python -m benchmarks
+	if [ -f $(TAU_BENCH) ]; then $(BIN)/python -m benchmarks --transcripts $(TAU_BENCH); fi
+	$(BIN)/python -m benchmarks.readme
 
 # Mutation testing of the core and the message adapter (not part of `make test`).
 mutation: $(INSTALLED)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from benchmarks import calibration, long_turns, memory, scenarios, stable_prefix
+from benchmarks import calibration, long_turns, memory, scenarios, stable_prefix, warm
 from benchmarks.conversations import make_source
 from benchmarks.encoding import REPO_ROOT, load_exact_encoding
 from benchmarks.report import Row, markdown_table, write_json
@@ -25,6 +25,7 @@ SCENARIOS: Final[dict[str, tuple[Scenario, bool]]] = {
     "core": (scenarios.core, False),
     "cold-exact": (scenarios.cold_exact, True),
     "agent-loop": (scenarios.agent_loop, True),
+    "warm-scaling": (warm.warm_scaling, True),
     "approximate": (scenarios.approximate, False),
     "memory": (memory.memory, False),
     "cache": (memory.cache, True),
@@ -113,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         "repeats": args.repeats,
         "quick": args.quick,
         "only": selected,
+        "complete": set(selected) == set(SCENARIOS),
     }
     print(f"\nwrote {write_json(rows, options, RESULTS).relative_to(REPO_ROOT)}")
     return 0

@@ -13,7 +13,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["Row", "Target", "markdown_table", "seconds_summary", "write_json"]
+__all__ = ["Row", "Target", "markdown_table", "seconds_summary", "show_ratio", "write_json"]
+
+
+def show_ratio(ratio: float) -> str:
+    """``2.31x``, ``46.8x``, ``1,234x``: three significant digits or so."""
+    digits = 2 if ratio < 10 else 1 if ratio < 100 else 0
+    return f"{ratio:,.{digits}f}x"
 
 
 @dataclass(frozen=True)
@@ -28,10 +34,7 @@ class Target:
         return ratio <= self.value if self.op == "<=" else ratio >= self.value
 
     def show(self, ratio: float) -> str:
-        if self.percent:
-            return f"{ratio:.1%}"
-        digits = 2 if ratio < 10 else 1 if ratio < 100 else 0
-        return f"{ratio:,.{digits}f}x"
+        return f"{ratio:.1%}" if self.percent else show_ratio(ratio)
 
     def __str__(self) -> str:
         value = f"{self.value:.0%}" if self.percent else f"{self.value:g}x"
@@ -52,15 +55,18 @@ class Row:
 
     @property
     def status(self) -> str:
-        if self.ratio is None or self.target is None:
+        """``met``/``MISSED``; ``skipped`` without a ratio; ``—`` for a figure without a target."""
+        if self.ratio is None:
             return "skipped"
+        if self.target is None:
+            return "—"
         return "met" if self.target.met(self.ratio) else "MISSED"
 
     @property
     def shown_ratio(self) -> str:
-        if self.ratio is None or self.target is None:
+        if self.ratio is None:
             return "—"
-        return self.target.show(self.ratio)
+        return show_ratio(self.ratio) if self.target is None else self.target.show(self.ratio)
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)

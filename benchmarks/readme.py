@@ -1,0 +1,161 @@
+"""``python -m benchmarks.readme``: write the README's benchmark tables from results.
+
+Each input's newest complete run in ``benchmarks/results`` (every scenario
+ran; partial ``--only`` runs are ignored) fills the tables between their
+markers in README.md, so no figure there is typed by hand. ``make bench``
+runs the inputs and then this.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from benchmarks.report import show_ratio
+
+__all__ = ["INPUTS", "main", "render", "replace_between"]
+
+README: Final = Path(__file__).resolve().parent.parent / "README.md"
+RESULTS: Final = Path(__file__).resolve().parent / "results"
+#: Each input's column heading, and how its runs are recognised by their input label.
+INPUTS: Final[tuple[tuple[str, Callable[[str], bool]], ...]] = (
+    ("generator", lambda label: label.startswith("generator")),
+    ("τ-bench", lambda label: "tau-bench" in label),
+)
+MARK: Final = {True: "✓", False: "✗"}
+#: Scenarios measuring quality, not speed: each has its own README section and block
+#: (their data does not depend on the input, so the first input's run is shown).
+QUALITY: Final = ("long-turns", "stable-prefix", "calibration")
+
+Document = dict[str, Any]
+Key = tuple[str, str, str]
+
+
+def newest_complete(results: Path, matches: Callable[[str], bool]) -> Document | None:
+    """The newest run of an input in which every scenario ran."""
+    for path in sorted(results.glob("bench-*.json"), reverse=True):
+        document: Document = json.loads(path.read_text(encoding="utf-8"))
+        options = document["options"]
+        if matches(options["input"]) and not options["quick"] and options.get("complete"):
+            return document
+    return None
+
+
+def _figure(row: dict[str, Any]) -> str:
+    ratio = row["ratio"]
+    if ratio is None:
+        return "—"
+    target = row["target"]
+    shown = f"{ratio:.1%}" if target.endswith("%") else show_ratio(ratio)
+    return f"{shown} {MARK[row['status'] == 'met']}" if target else shown
+
+
+def _rows(document: Document | None) -> dict[Key, dict[str, Any]]:
+    if document is None:
+        return {}
+    return {(r["scenario"], r["comparison"], r["target"]): r for r in document["rows"]}
+
+
+def _target(text: str) -> str:
+    return text.replace("<=", "≤").replace(">=", "≥") if text else "—"
+
+
+def performance_table(documents: Sequence[Document | None], *, scaling: bool = False) -> str:
+    """Scenario, comparison, target and one column per input (the scaling rows
+    alone when ``scaling``, else every timing row but those)."""
+    by_input = [_rows(d) for d in documents]
+    keys: list[Key] = []
+    for rows in by_input:
+        keys += [k for k in rows if k not in keys]
+    keys = [k for k in keys if k[0].startswith("warm trim,") == scaling and k[0] not in QUALITY]
+    head = ["scenario", "comparison", "target", *(name for name, _ in INPUTS)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for key in keys:
+        cells = [key[0], key[1], _target(key[2])]
+        cells += [_figure(rows[key]) if key in rows else "—" for rows in by_input]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def notes(documents: Sequence[Document | None]) -> str:
+    """Every timing row's notes, per input."""
+    lines = []
+    for (name, _), document in zip(INPUTS, documents, strict=True):
+        for row in [] if document is None else document["rows"]:
+            if row["scenario"] not in QUALITY:
+                lines += [f"- {name}, {row['scenario']}: {note}" for note in row["notes"]]
+    return "\n".join(lines)
+
+
+def quality_block(documents: Sequence[Document | None], scenario: str) -> str:
+    """One quality scenario's rows (figure and target) and notes."""
+    document = next((d for d in documents if d is not None), None)
+    rows = [r for r in (document or {"rows": []})["rows"] if r["scenario"] == scenario]
+    if not rows:
+        return f"(`{scenario}` did not run: its recorded conversations were absent.)"
+    lines = ["| measure | result | target |", "|---|---|---|"]
+    lines += [f"| {r['comparison']} | {_figure(r)} | {_target(r['target'])} |" for r in rows]
+    lines += ["", *(f"- {note}" for r in rows for note in r["notes"])]
+    return "\n".join(lines)
+
+
+def run_line(documents: Sequence[Document | None]) -> str:
+    """When, where and with what each column was measured."""
+    parts = []
+    for (name, _), document in zip(INPUTS, documents, strict=True):
+        if document is None:
+            parts.append(f"{name}: not run")
+            continue
+        machine, versions = document["machine"], document["versions"]
+        parts.append(
+            f"{name}: {document['created'][:10]}, {machine['cpus']} cores, "
+            f"Python {machine['python']}, langchain-core {versions['langchain-core']}, "
+            f"langchain-openai {versions['langchain-openai']}, tiktoken {versions['tiktoken']}, "
+            f"{document['options']['repeats']} repeats"
+        )
+    return "Runs: " + "; ".join(parts) + "."
+
+
+def render(documents: Sequence[Document | None]) -> dict[str, str]:
+    """The text of each marked README block."""
+    return {
+        "performance": "\n\n".join(
+            [run_line(documents), performance_table(documents), "Notes:\n\n" + notes(documents)]
+        ),
+        "scaling": performance_table(documents, scaling=True),
+        **{name: quality_block(documents, name) for name in QUALITY},
+    }
+
+
+def replace_between(text: str, name: str, body: str) -> str:
+    """``text`` with the block between ``<!-- bench:NAME -->`` and
+    ``<!-- /bench:NAME -->`` replaced by ``body``."""
+    start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
+    if text.count(start) != 1 or text.count(end) != 1:
+        msg = f"README.md needs exactly one {start} ... {end} block"
+        raise ValueError(msg)
+    before, rest = text.split(start)
+    _, after = rest.split(end)
+    return f"{before}{start}\n{body}\n{end}{after}"
+
+
+def main() -> int:
+    documents = [newest_complete(RESULTS, matches) for _, matches in INPUTS]
+    if not any(documents):
+        print("no complete benchmark run in benchmarks/results: run `make bench`")
+        return 1
+    text = README.read_text(encoding="utf-8")
+    for name, body in render(documents).items():
+        text = replace_between(text, name, body)
+    README.write_text(text, encoding="utf-8")
+    names = [name for name, _ in INPUTS]
+    ran = [f"{n} ({'run' if d else 'not run'})" for n, d in zip(names, documents, strict=True)]
+    print("README.md: benchmark tables rewritten from", ", ".join(ran))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

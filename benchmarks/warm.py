@@ -1,0 +1,110 @@
+"""Warm trims as histories grow: what a call costs once the trimmer has seen the history.
+
+Between two model calls an agent's history gains a message or two; the
+trimmer has planned the rest before. The floor of such a call is checking
+that the messages it remembers are still there and unchanged: a bare loop
+that, for each message, reads its counted fields and checks that each one is
+still the same object (``message_fields``, ``is``). Each row compares one
+warm ``TurnTrimmer.trim`` (exact counting) with that loop over the same
+messages, side by side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+from langchain_core.messages import BaseMessage
+
+from benchmarks.conversations import fresh_messages
+from benchmarks.encoding import EXACT_MODEL
+from benchmarks.report import Row, Target, seconds_summary
+from benchmarks.scenarios import BUDGET_FRACTION, Settings
+from benchmarks.timing import Prepare, interleave, median_ratio
+from langchain_turntrim import TiktokenCounter, TurnTrimmer
+from langchain_turntrim._counting.keys import fields_getter
+
+__all__ = ["SIZES", "bare_check", "warm_scaling"]
+
+#: History sizes of the scaling table; the target applies from TARGET_FROM messages.
+SIZES: Final = (10, 100, 1_000, 2_000, 10_000)
+QUICK_SIZES: Final = (10, 100, 1_000, 2_000)
+TARGET_FROM: Final = 2_000
+#: Each timed sample covers at least this many messages (many calls on small histories).
+SAMPLE_MESSAGES: Final = 100_000
+
+
+def bare_check(messages: Sequence[BaseMessage], remembered: Sequence[tuple[Any, ...]]) -> bool:
+    """The floor: each message's counted fields are still the remembered objects."""
+    for message, fields in zip(messages, remembered, strict=True):
+        for now, then in zip(fields_getter(message)(vars(message)), fields, strict=True):
+            if now is not then:
+                return False
+    return True
+
+
+def _remembered(messages: Sequence[BaseMessage]) -> list[tuple[Any, ...]]:
+    return [fields_getter(m)(vars(m)) for m in messages]
+
+
+def warm_scaling(settings: Settings) -> list[Row]:
+    sizes = QUICK_SIZES if settings.quick else SIZES
+    return [_at(settings, n) for n in sizes]
+
+
+def _at(settings: Settings, n: int) -> Row:
+    base = settings.source.conversation(n)
+    calls = max(1, SAMPLE_MESSAGES // n)
+    counter = TiktokenCounter(EXACT_MODEL)
+    total = counter.count(fresh_messages(base, "budget"))
+    budget = int(total * BUDGET_FRACTION)
+
+    def seen(tag: str) -> tuple[TurnTrimmer, list[BaseMessage]]:
+        trimmer = TurnTrimmer(max_tokens=budget, token_counter=TiktokenCounter(EXACT_MODEL))
+        messages = fresh_messages(base, tag)
+        trimmer.trim(messages[:-1])  # the previous call
+        return trimmer, messages
+
+    def same(tag: str) -> Callable[[], object]:
+        trimmer, messages = seen(tag)
+        trimmer.trim(messages)
+        return lambda: [trimmer.trim(messages) for _ in range(calls)]
+
+    def appended(tag: str) -> Callable[[], object]:
+        # Every call gets a history one message longer than the last one it saw:
+        # a fresh trimmer per call, each primed with the history minus its last message.
+        primed = [seen(f"{tag}.{i}") for i in range(min(calls, 20))]
+        return lambda: [trimmer.trim(messages) for trimmer, messages in primed]
+
+    def floor(tag: str) -> Callable[[], object]:
+        messages = fresh_messages(base, tag)
+        remembered = _remembered(messages)
+        return lambda: [bare_check(messages, remembered) for _ in range(calls)]
+
+    def floor_appended(tag: str) -> Callable[[], object]:
+        messages = fresh_messages(base, tag)
+        remembered = _remembered(messages)
+        return lambda: [bare_check(messages, remembered) for _ in range(min(calls, 20))]
+
+    arms: dict[str, Prepare] = {
+        "warm": same,
+        "appended": appended,
+        "floor": floor,
+        "floor-appended": floor_appended,
+    }
+    times = interleave(arms, settings.repeats)
+    ratio = median_ratio(times["warm"], times["floor"])
+    appended_ratio = median_ratio(times["appended"], times["floor-appended"])
+    target = Target("<=", 1.5) if n >= TARGET_FROM else None
+    row = Row(
+        f"warm trim, {n:,} msgs",
+        "TurnTrimmer.trim, history seen / bare field-identity loop",
+        target,
+        ratio,
+        details=seconds_summary(times),
+    )
+    row.details.update(
+        messages=n, budget=budget, calls_per_sample=calls, ratio_appended=appended_ratio
+    )
+    row.notes.append(f"one message appended since the last call: {appended_ratio:.2f}x")
+    return row
