@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from langchain_core.runnables.config import run_in_executor
-from pydantic import ConfigDict, PrivateAttr
+from pydantic import ConfigDict
 
 from langchain_turntrim._compaction import (
     DEFAULT_KEEP_TOOL_RESULTS,
@@ -83,8 +83,6 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    _counter: ResolvedCounter = PrivateAttr()
-
     def __init__(
         self,
         max_tokens: int,
@@ -111,7 +109,6 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
             "cache_size": cache_size,
         }
         super().__init__(**fields, **kwargs)
-        self._counter = counter
 
     @classmethod
     def for_model(
@@ -153,8 +150,9 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
 
     @property
     def counter(self) -> ResolvedCounter:
-        """The resolved counter (with its cache)."""
-        return self._counter
+        """The resolved counter (with its cache): the ``token_counter`` field,
+        which holds it from construction on."""
+        return cast("ResolvedCounter", self.token_counter)
 
     @property
     def InputType(self) -> Any:  # noqa: N802 - Runnable's name
@@ -174,7 +172,9 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         """The spec's plan for a list of ``BaseMessage``: which whole turns fit
         (no compaction, conversion, logging or tracing). Raises under
         ``on_overflow="raise"`` when not even the newest turn fits."""
-        plan = self._counter.plan(messages, None, self.max_tokens, trim_to=self.trim_to)
+        plan: TrimPlan = self.token_counter.plan(
+            messages, None, self.max_tokens, trim_to=self.trim_to
+        )
         check_overflow(plan, self.on_overflow)
         return plan
 
@@ -203,7 +203,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         self, messages: Sequence[BaseMessage], kinds: Sequence[int] | None, reserved: int
     ) -> tuple[list[BaseMessage], TrimPlan, Compaction | None]:
         """``report`` without the dropped list: the kept messages, the plan, the compaction."""
-        plan = self._counter.plan(
+        plan = self.token_counter.plan(
             messages, kinds, self.max_tokens, reserved=reserved, trim_to=self.trim_to
         )
         if self.on_overflow == "compact" and (needs_compaction(plan) or not plan.budget_met):
@@ -211,7 +211,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
                 messages,
                 message_kinds(messages) if kinds is None else kinds,
                 plan,
-                self._counter,
+                self.token_counter,
                 keep_tool_results=self.keep_tool_results,
                 reserved=reserved,
             )
@@ -238,7 +238,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         self, value: TrimInput, run_manager: AsyncCallbackManagerForChainRun
     ) -> list[BaseMessage]:
         items = to_messages(value)
-        if self._counter.blocking:
+        if self.token_counter.blocking:
             # A model's counter may be a network call: keep the loop free.
             kept, plan, compaction = await run_in_executor(None, self._decide, items, None, 0)
         else:

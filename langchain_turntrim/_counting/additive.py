@@ -72,7 +72,10 @@ class AdditiveCounter:
 
     def _overhead(self) -> int:
         """``overhead``, checked where it is used (a property may change its answer)."""
-        return check_count(self.overhead, f"{type(self.source).__name__}.overhead")
+        overhead = self.overhead
+        if type(overhead) is int and overhead >= 0:
+            return overhead
+        return check_count(overhead, f"{type(self.source).__name__}.overhead")
 
     def count_tools(self, tools: Sequence[Any]) -> int:
         """Each tool's JSON schema counted as one system message (see ``tool_messages``)."""
