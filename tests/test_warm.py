@@ -194,7 +194,8 @@ def test_an_appended_history_counts_only_its_new_messages(cache_size: int) -> No
     counter = Lengths()
     trimmer = TurnTrimmer(max_tokens=200, token_counter=counter, cache_size=cache_size)
     messages = history(6)
-    trimmer.trim(messages[:-2])
+    trimmer.trim(messages[:-3])
+    trimmer.trim(messages[:-2])  # planned before: now remembered
     counter.calls.clear()
     trimmer.trim(messages)
     # With a cache, only the two new messages are counted; without one, every message is.
@@ -206,6 +207,7 @@ def test_a_remembered_history_is_not_even_looked_up_message_by_message(
 ) -> None:
     trimmer = TurnTrimmer(max_tokens=200, token_counter=Lengths())
     messages = history(6)
+    trimmer.trim(messages)
     trimmer.trim(messages)
     given: list[int] = []
     count_each = trimmer.counter.count_each
@@ -306,10 +308,29 @@ def test_only_the_newest_histories_are_remembered(token_counter: object) -> None
     memo = counter_of(trimmer).memo
     assert memo is not None
     for _ in range(HISTORIES + 3):
-        trimmer.trim(history(2))
+        messages = history(2)
+        trimmer.trim(messages[:-1])
+        trimmer.trim(messages)
     assert len(memo) == HISTORIES
     counter_of(trimmer).clear()
     assert len(memo) == 0
+
+
+@pytest.mark.parametrize("token_counter", ["approximate", Lengths()])
+def test_a_history_is_remembered_from_its_second_plan(token_counter: object) -> None:
+    trimmer = TurnTrimmer(max_tokens=100, token_counter=token_counter)
+    memo = counter_of(trimmer).memo
+    assert memo is not None
+    messages = history(3)
+    trimmer.trim(messages[:-1])
+    assert len(memo) == 0  # planned once: a history loaded afresh per call costs no more
+    trimmer.trim(messages)
+    assert len(memo) == 1
+    trimmer.trim(history(3))
+    assert len(memo) == 1
+    counter_of(trimmer).clear()
+    trimmer.trim(messages)
+    assert len(memo) == 0  # clear() forgot that it was planned before
 
 
 @pytest.mark.parametrize("token_counter", ["approximate", Lengths()])
@@ -322,9 +343,9 @@ def test_a_history_longer_than_cache_size_is_not_remembered() -> None:
     trimmer = TurnTrimmer(max_tokens=100, cache_size=5)
     memo = counter_of(trimmer).memo
     assert memo is not None
-    trimmer.trim(history(1))
-    assert len(memo) == 1
-    trimmer.trim(history(2))
+    for messages in (history(1), history(2)):
+        trimmer.trim(messages)
+        trimmer.trim(messages)
     assert len(memo) == 1
 
 
@@ -333,10 +354,15 @@ def test_a_forgotten_history_keeps_none_of_its_content_alive(token_counter: str)
     content = "x" * 100_000 + " unique to this test"
     baseline = sys.getrefcount(content)
     trimmer = TurnTrimmer(max_tokens=10**6, token_counter=token_counter)
-    trimmer.trim([HumanMessage(content)])
+    messages = [HumanMessage(content)]
+    trimmer.trim(messages)
+    trimmer.trim(messages)
+    del messages
     assert sys.getrefcount(content) > baseline
     for _ in range(HISTORIES):
-        trimmer.trim(history(1))
+        newer = history(1)
+        trimmer.trim(newer)
+        trimmer.trim(newer)
     gc.collect()
     assert sys.getrefcount(content) == baseline
 
@@ -345,6 +371,7 @@ def test_a_forgotten_history_keeps_none_of_its_content_alive(token_counter: str)
 def test_copies_and_pickles_start_with_no_history(token_counter: object) -> None:
     trimmer = TurnTrimmer(max_tokens=100, token_counter=token_counter)
     messages = history(3)
+    trimmer.trim(messages)
     trimmer.trim(messages)
     for twin in (copy.deepcopy(trimmer), pickle.loads(pickle.dumps(trimmer))):  # noqa: S301
         memo = counter_of(twin).memo

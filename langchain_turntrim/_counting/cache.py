@@ -105,10 +105,10 @@ class CachedCounter(Wrapper):
     value instead, or call ``clear()``. Counting happens outside the locks,
     so threads never wait on each other's tokenization.
 
-    Planning also remembers the last histories planned (``HistoryMemo``, of
-    up to ``maxsize`` messages each): a history that only grew since one of
-    them is counted and grouped for its new messages alone, without even
-    the identity layer's lookups. The memo holds those histories' messages
+    Planning also remembers the last histories planned twice or more
+    (``HistoryMemo``, of up to ``maxsize`` messages each): a history that only
+    grew since one of them is counted and grouped for its new messages alone,
+    without even the identity layer's lookups. The memo holds those histories' messages
     until newer ones replace them or ``clear()`` is called.
     """
 

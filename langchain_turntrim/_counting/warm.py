@@ -3,7 +3,8 @@ history that only grew since is counted and grouped in O(new messages).
 
 An agent trims before every model call, and between two calls its history
 only grows: the same message objects, plus the newest step. The memo keeps,
-for each of the last few histories planned, its messages, the fields each
+for each of the last few histories planned (from their second plan on), its
+messages, the fields each
 count was made from (``message_fields``), their turn kinds and the
 ``Grouping`` of all of them. A history that starts with one of those, message
 for message (the same objects, whose counted fields are still the same
@@ -28,7 +29,7 @@ from typing import Any, Final, cast
 
 from langchain_core.messages import BaseMessage
 
-from langchain_turntrim._core import Grouping, TrimPlan
+from langchain_turntrim._core import Grouping, TrimPlan, plan_costs
 from langchain_turntrim._counting.keys import fields_getter
 from langchain_turntrim._messages import check_messages, message_kinds
 
@@ -99,16 +100,23 @@ class HistoryMemo:
     """The last ``HISTORIES`` histories planned (each of at most ``max_messages``
     messages), for ``AdditiveCounter.plan``.
 
-    It holds the messages of those histories (and their counted fields) until
-    newer histories push them out or ``clear()`` is called. Thread-safe:
-    concurrent calls on different histories each use their own entry.
+    A history is remembered from the second time it (or an older version of
+    it) is planned: the first time, only its last message is noted. So
+    histories that are never planned again (loaded afresh from a store for
+    each call, trimmed once by ``trim_turns``) cost nothing more than before.
+    The memo holds the remembered histories' messages (and their counted
+    fields) until newer histories push them out or ``clear()`` is called.
+    Thread-safe: concurrent calls on different histories each use their own
+    entry.
     """
 
-    __slots__ = ("_entries", "_lock", "max_messages")
+    __slots__ = ("_entries", "_lock", "_sightings", "max_messages")
 
     def __init__(self, max_messages: int) -> None:
         self.max_messages = max_messages
         self._entries: list[_Entry] = []  # the most recent first
+        #: (last message, length) of the histories planned once, the most recent first.
+        self._sightings: list[tuple[BaseMessage, int]] = []
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -118,6 +126,7 @@ class HistoryMemo:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._sightings.clear()
 
     def plan(
         self,
@@ -140,6 +149,11 @@ class HistoryMemo:
             entry = None  # a message changed: this history is planned from scratch
         start = 0 if entry is None else len(entry.messages)
         if entry is None:
+            if not self._sighted(messages):
+                kinds = message_kinds(messages) if kinds is None else kinds
+                costs = count(messages)
+                self._sight(messages)
+                return plan_costs(kinds, costs, max_tokens, overhead, trim_to)
             check_messages(messages)
             entry = _Entry()
         try:
@@ -164,6 +178,25 @@ class HistoryMemo:
                 if n <= size and (not n or entry.messages[n - 1] is messages[n - 1]):
                     return self._entries.pop(i)
         return None
+
+    def _sighted(self, messages: Sequence[BaseMessage]) -> bool:
+        """Whether ``messages`` start with a history planned once (which is then
+        no longer noted: it is about to be remembered)."""
+        size = len(messages)
+        with self._lock:
+            for i, (last, n) in enumerate(self._sightings):
+                if n <= size and messages[n - 1] is last:
+                    del self._sightings[i]
+                    return True
+        return False
+
+    def _sight(self, messages: Sequence[BaseMessage]) -> None:
+        if not messages or len(messages) > self.max_messages:
+            return
+        with self._lock:
+            sightings = self._sightings
+            sightings.insert(0, (messages[-1], len(messages)))
+            del sightings[HISTORIES:]
 
     def _put(self, entry: _Entry) -> None:
         if not entry.messages or len(entry.messages) > self.max_messages:
