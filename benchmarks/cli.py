@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from benchmarks import calibration, long_turns, memory, scenarios, stable_prefix, warm
+from benchmarks import calibration, long_turns, memory, middleware, scenarios, stable_prefix, warm
 from benchmarks.conversations import make_source
 from benchmarks.encoding import REPO_ROOT, load_exact_encoding
 from benchmarks.report import Row, markdown_table, write_json
@@ -26,6 +26,7 @@ SCENARIOS: Final[dict[str, tuple[Scenario, bool]]] = {
     "cold-exact": (scenarios.cold_exact, True),
     "agent-loop": (scenarios.agent_loop, True),
     "warm-scaling": (warm.warm_scaling, True),
+    "middleware": (middleware.middleware, True),
     "approximate": (scenarios.approximate, False),
     "memory": (memory.memory, False),
     "cache": (memory.cache, True),
