@@ -8,7 +8,8 @@
 * ``calibrated``, ``callback``: ``CalibratedCounter``, an estimate fitted to
   reported usage, and the callback handler feeding it (imported on first use);
 * ``keys`` and ``cache``: ``CachedCounter`` and what its keys are made of;
-* ``tools``: tool schemas priced as messages;
+* ``tools``: tool schemas priced as messages; ``tool_cache``: tool prices
+  remembered under everything a tool's conversion reads;
 * ``resolve``: what ``token_counter=`` accepts.
 
 ``tiktoken_counter`` is imported on first use (``TiktokenCounter``): loading

@@ -10,6 +10,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_turntrim._counting.additive import AdditiveCounter
 from langchain_turntrim._counting.cache import DEFAULT_CACHE_SIZE
+from langchain_turntrim._counting.tool_cache import memo, tools_key
 from langchain_turntrim._counting.warm import HistoryMemo
 from langchain_turntrim._messages import check_messages
 from langchain_turntrim._safe_repr import deep_repr
@@ -45,16 +46,19 @@ class ApproximateCounter(AdditiveCounter):
 
     def count_tools(self, tools: Sequence[Any]) -> int:
         """``count_tokens_approximately([], tools=tools)``: LangChain's own estimate,
-        the number ``SummarizationMiddleware`` uses."""
-        return count_tokens_approximately([], tools=list(tools)) if tools else 0
+        the number ``SummarizationMiddleware`` uses (remembered: see ``tool_cache``)."""
+        if not tools:
+            return 0
+        listed = list(tools)
+        return memo("approximate", tools_key(listed), lambda: _approximate_tools(listed))
 
     def __repr__(self) -> str:
         return "ApproximateCounter()"
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Copies and pickles start with an empty memo."""
-        memo = self.memo
-        return (type(self), (memo.max_messages if memo is not None else 0,))
+        histories = self.memo
+        return (type(self), (histories.max_messages if histories is not None else 0,))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ApproximateCounter)
@@ -71,6 +75,10 @@ _ROLE_LENGTHS: Final = {
     AIMessage: len("assistant"),
     ToolMessage: len("tool"),
 }
+
+
+def _approximate_tools(tools: list[Any]) -> int:
+    return count_tokens_approximately([], tools=tools)
 
 
 def _approximate(message: BaseMessage) -> int:

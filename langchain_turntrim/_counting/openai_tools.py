@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from langchain_turntrim._counting.tool_cache import memo, tool_key, tools_key
 from langchain_turntrim._counting.tools import tool_json
 
 __all__ = ["CHAT_TOOLS", "GPT4O_TOOLS", "ToolFraming", "tool_framing", "tools_tokens"]
@@ -52,6 +53,11 @@ def tools_tokens(tools: Sequence[Any], encode: Encode, framing: ToolFraming) -> 
     """The tokens ``tools`` add to a request (0 for none)."""
     if not tools:
         return 0
+    key = tools_key(tools)
+    return memo(("openai", encode, framing), key, lambda: _tools_tokens(tools, encode, framing))
+
+
+def _tools_tokens(tools: Sequence[Any], encode: Encode, framing: ToolFraming) -> int:
     # Imported here: LangChain's tools module costs more to import than this package.
     from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: PLC0415
 
@@ -75,6 +81,10 @@ class _Pricer:
         return len(self.encode(text))
 
     def tool(self, tool: Any) -> int:
+        """What ``tool`` adds, remembered per encoding and framing (see ``tool_cache``)."""
+        return memo(("openai-tool", self.encode, self.f), tool_key(tool), lambda: self._price(tool))
+
+    def _price(self, tool: Any) -> int:
         try:
             schema: Any = self.convert(tool)
         except (TypeError, ValueError, NotImplementedError, KeyError):

@@ -8,11 +8,18 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from langchain_turntrim._counting.tool_cache import memo, tool_key
+
 __all__ = ["tool_json", "tool_messages"]
 
 
 def tool_json(tool: Any) -> str:
-    """A tool's schema as the JSON an OpenAI-style request carries."""
+    """A tool's schema as the JSON an OpenAI-style request carries (remembered
+    for tools ``tool_key`` knows: see ``tool_cache``)."""
+    return memo("json", tool_key(tool), lambda: _tool_json(tool))
+
+
+def _tool_json(tool: Any) -> str:
     # Imported here: LangChain's tools module costs more to import than this package.
     from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: PLC0415
 
