@@ -16,7 +16,9 @@ places, none of which needs ``langsmith`` as a dependency:
 
 The run is the one given as ``run_manager`` (a Runnable's own run), else the
 run the code is executing in (LangChain's context variable), e.g. an agent
-middleware's hook. Outside any run only the log line is written.
+middleware's hook. Outside any run only the log line is written, and so
+inside a run that no callback handler (tracer, event stream) watches: no
+event is dispatched that nobody would receive.
 """
 
 from __future__ import annotations
@@ -30,12 +32,17 @@ from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
     BaseCallbackHandler,
     BaseCallbackManager,
+    CallbackManager,
     CallbackManagerForChainRun,
     adispatch_custom_event,
     dispatch_custom_event,
 )
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import ensure_config, get_callback_manager_for_config
+from langchain_core.runnables.config import (
+    ensure_config,
+    get_callback_manager_for_config,
+    var_child_runnable_config,
+)
 
 from langchain_turntrim._core import TrimPlan
 
@@ -135,32 +142,40 @@ def _prepare(
     plan: TrimPlan,
     run_manager: CallbackManagerForChainRun | AsyncCallbackManagerForChainRun | None,
     extra: Mapping[str, Any] | None,
-) -> tuple[dict[str, Any], RunnableConfig | None]:
-    """Log, set the run's metadata; return the summary and the event's config."""
+) -> tuple[dict[str, Any], RunnableConfig | None, CallbackManager | None]:
+    """Log, set the run's metadata; return the summary, the event's config and,
+    inside a run, the manager that dispatches the event (config and manager
+    are None when no handler would receive it)."""
     summary = trim_summary(plan, extra)
     if logger.isEnabledFor(logging.DEBUG):
         _log(summary)
     if run_manager is not None:
         if not run_manager.handlers and not run_manager.inheritable_handlers:
-            return summary, None  # nobody is listening: no event to build
+            return summary, None, None  # nobody is listening: no event to build
         _attach(run_manager.handlers, [run_manager.run_id], summary)
-        return summary, {"callbacks": run_manager.get_child()}
+        return summary, {"callbacks": run_manager.get_child()}, None
     # Inside a run (an agent's hook, a RunnableLambda), LangChain's context
     # variable holds the run's child config. The run is the parent of the
     # manager LangChain would build from it: with LangSmith tracing, an
     # enclosing @traceable span such as an agent middleware's
     # "<name>.wrap_model_call"; other tracers only know the LangChain run
     # around it, the config's own parent.
-    config = ensure_config()
-    own = config.get("callbacks")
+    current = var_child_runnable_config.get() or {}
+    own = current.get("callbacks")
     if not isinstance(own, BaseCallbackManager) or own.parent_run_id is None:
-        return summary, None  # not inside a LangChain run (the fast, common case)
+        return summary, None, None  # not inside a LangChain run (the fast, common case)
+    # Who would receive the event: the handlers LangChain configures for this
+    # config (tags and metadata, which ensure_config merges in, choose none).
+    if not get_callback_manager_for_config(current).handlers:
+        # No handler: no tracer to attach to, and on_custom_event would return at once.
+        return summary, None, None
+    config = ensure_config()
     manager = get_callback_manager_for_config(config)
     run_ids = [own.parent_run_id]
     if manager.parent_run_id is not None and manager.parent_run_id != own.parent_run_id:
         run_ids.insert(0, manager.parent_run_id)
     _attach(manager.handlers, run_ids, summary)
-    return summary, config
+    return summary, config, manager
 
 
 def report_trim(
@@ -175,8 +190,10 @@ def report_trim(
     to the function it runs); without it, the run the caller executes in.
     Outside any run only the log line is written; never raises for want of a run.
     """
-    summary, config = _prepare(plan, run_manager, extra)
-    if config is not None:
+    summary, config, manager = _prepare(plan, run_manager, extra)
+    if manager is not None:  # what dispatch_custom_event does, with the manager at hand
+        manager.on_custom_event(EVENT_NAME, summary, run_id=manager.parent_run_id)
+    elif config is not None:
         dispatch_custom_event(EVENT_NAME, summary, config=config)
     return summary
 
@@ -188,7 +205,7 @@ async def areport_trim(
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``report_trim`` for async code: the custom event is awaited."""
-    summary, config = _prepare(plan, run_manager, extra)
+    summary, config, _ = _prepare(plan, run_manager, extra)
     if config is not None:
         await adispatch_custom_event(EVENT_NAME, summary, config=config)
     return summary

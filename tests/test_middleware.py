@@ -14,6 +14,7 @@ from uuid import UUID
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import ModelRequest
+from langchain_core.callbacks import AsyncCallbackManager, CallbackManager
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -98,6 +99,17 @@ class ToolCallingFake(BaseChatModel):
 
 def question(i: int) -> HumanMessage:
     return HumanMessage(f"Question {i}: what do we know about topic {i}?" + " more" * (i % 4))
+
+
+def lookup_agent(middleware: Any, model: BaseChatModel | None = None, **kwargs: Any) -> Any:
+    """An agent with the ``lookup`` tool, SYSTEM as its prompt and ``middleware``."""
+    return create_agent(
+        model or ToolCallingFake(),
+        tools=[lookup],
+        system_prompt=SYSTEM,
+        middleware=[middleware],
+        **kwargs,
+    )
 
 
 # -- one test body, sync or async --------------------------------------------
@@ -540,13 +552,7 @@ SUMMARY_KEYS = {
 @pytest.mark.parametrize("mode", ["request", "state"])
 def test_middleware_trims_show_in_the_trace_and_as_events(mode: str, run):
     model = ToolCallingFake()
-    agent = create_agent(
-        model,
-        tools=[lookup],
-        system_prompt=SYSTEM,
-        middleware=[MIDDLEWARE[mode](max_tokens=BUDGET)],
-        checkpointer=InMemorySaver(),
-    )
+    agent = lookup_agent(MIDDLEWARE[mode](max_tokens=BUDGET), model, checkpointer=InMemorySaver())
     recorder = Recorder()
     config = {"configurable": {"thread_id": "t"}, "callbacks": [recorder]}
     for i in range(8):
@@ -578,12 +584,7 @@ def test_middleware_trims_show_in_the_trace_and_as_events(mode: str, run):
 
 
 def test_middleware_trims_stream_as_custom_events():
-    agent = create_agent(
-        ToolCallingFake(),
-        tools=[lookup],
-        system_prompt=SYSTEM,
-        middleware=[TurnTrimMiddleware(max_tokens=BUDGET)],
-    )
+    agent = lookup_agent(TurnTrimMiddleware(max_tokens=BUDGET))
 
     async def collect() -> list[Any]:
         # Plain dicts, as users write them (LangGraph types inputs as AnyMessage lists).
@@ -594,6 +595,34 @@ def test_middleware_trims_stream_as_custom_events():
     assert [e["name"] for e in events] == ["turntrim", "turntrim"]  # one per model call
     assert events[0]["data"]["dropped_turns"] > 0
     assert events[0]["metadata"]["langgraph_node"] == "model"
+
+
+@pytest.mark.parametrize("mode", ["request", "state"])
+def test_middleware_builds_no_event_nobody_would_receive(
+    mode: str, run, monkeypatch: pytest.MonkeyPatch
+):
+    """Inside a run no handler watches, no event is dispatched (not even to nobody);
+    one handler then gets every event, once per trim."""
+    dispatched: list[str] = []
+    for cls in (CallbackManager, AsyncCallbackManager):
+        original = cls.on_custom_event
+
+        def record(self: Any, name: str, *args: Any, _original: Any = original, **kw: Any) -> Any:
+            dispatched.append(name)
+            return _original(self, name, *args, **kw)
+
+        monkeypatch.setattr(cls, "on_custom_event", record)
+    model = ToolCallingFake()
+    agent = lookup_agent(MIDDLEWARE[mode](max_tokens=BUDGET), model)
+    inputs: Any = {"messages": [*history(6), question(6)]}
+    run(agent, inputs, None)
+    assert len(model.calls) == 2
+    assert dispatched == []
+    recorder = Recorder()
+    run(agent, inputs, {"callbacks": [recorder]})
+    per_call = 2 if mode == "state" else 1  # the state hook reports its deletions too
+    assert [name for name, _, _ in recorder.events] == ["turntrim"] * 2 * per_call
+    assert dispatched == ["turntrim"] * 2 * per_call
 
 
 def test_middleware_trims_show_in_langsmith(monkeypatch: pytest.MonkeyPatch):
@@ -616,12 +645,7 @@ def test_middleware_trims_show_in_langsmith(monkeypatch: pytest.MonkeyPatch):
 
     client = OfflineClient()
     tracer = LangChainTracer(client=client, project_name="test")
-    agent = create_agent(
-        ToolCallingFake(),
-        tools=[lookup],
-        system_prompt=SYSTEM,
-        middleware=[TurnTrimMiddleware(max_tokens=BUDGET)],
-    )
+    agent = lookup_agent(TurnTrimMiddleware(max_tokens=BUDGET))
     agent.invoke({"messages": [*history(6), question(6)]}, {"callbacks": [tracer]})
     tracer.wait_for_futures()
     sent = {
