@@ -111,13 +111,17 @@ def capture_context() -> Context:
     from langchain_core.language_models.fake_chat_models import (  # noqa: PLC0415
         GenericFakeChatModel,
     )
-    from langchain_core.runnables.config import ensure_config  # noqa: PLC0415
 
     seen: list[Context] = []
 
     class Capture(AgentMiddleware):
         def wrap_model_call(self, request: Any, handler: Any) -> Any:
-            seen.append(Context(ensure_config(), request.runtime))
+            # The context variable as it is, not ensure_config()'s merged copy.
+            config = var_child_runnable_config.get()
+            if config is None:
+                msg = "create_agent ran its wrap_model_call hook outside a run"
+                raise RuntimeError(msg)
+            seen.append(Context(config, request.runtime))
             return handler(request)
 
     model = GenericFakeChatModel(messages=iter([AIMessage("ok")]))
