@@ -29,7 +29,7 @@ from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage
 from langchain_core.runnables.config import run_in_executor
 
 from langchain_turntrim._compaction import DEFAULT_KEEP_TOOL_RESULTS
-from langchain_turntrim._core import PINNED, TrimPlan
+from langchain_turntrim._core import TrimPlan
 from langchain_turntrim._counting import DEFAULT_CACHE_SIZE, CalibratedCounter
 from langchain_turntrim._counting.calibrated import reported_input_tokens
 from langchain_turntrim._langgraph import remove_messages
@@ -176,7 +176,7 @@ class TurnTrimMiddleware(_Base):
     # -- the plan ------------------------------------------------------------
 
     def _plan(
-        self, messages: Sequence[BaseMessage], kinds: Sequence[int], reserved: int
+        self, messages: Sequence[BaseMessage], kinds: Sequence[int] | None, reserved: int
     ) -> TrimPlan:
         """The trimmer's plan for ``messages`` with ``reserved`` tokens (the
         tools) paid once per request, so the plan reads as the whole request."""
@@ -218,11 +218,15 @@ class TurnTrimMiddleware(_Base):
         trimmer = self.trimmer_for(getattr(request, "model", None))
         system = _system_message(request)
         messages: list[BaseMessage] = list(request.messages)
-        kinds = message_kinds(messages)  # errors name the index in request.messages
-        if system is not None:
-            messages, kinds = [system, *messages], [PINNED, *kinds]
+        planned = messages if system is None else [system, *messages]
         tools = trimmer.counter.count_tools(request.tools)
-        report = trimmer.report(messages, kinds, reserved=tools)
+        try:
+            # The counter classifies the messages (only the new ones, once it
+            # remembers this agent's history).
+            report = trimmer.report(planned, None, reserved=tools)
+        except (TypeError, ValueError):
+            _check_kinds(messages)
+            raise
         if not report.dropped and report.compaction is None:
             return request, report, tools, trimmer
         kept = report.kept[1:] if system is not None else report.kept
@@ -294,8 +298,7 @@ class TurnTrimStateMiddleware(TurnTrimMiddleware):
         if not isinstance(messages, Sequence):
             msg = f"state messages must be a sequence of messages, got {type(messages).__name__}"
             raise TypeError(msg)
-        kinds = message_kinds(messages)
-        plan = self._plan(messages, kinds, 0)
+        plan = self._plan(messages, None, 0)
         doomed = [(i, messages[i]) for i in plan.dropped if i < plan.newest_turn_start]
         return ({"messages": remove_messages(doomed)} if doomed else None), plan
 
@@ -322,6 +325,15 @@ class TurnTrimStateMiddleware(TurnTrimMiddleware):
             update, plan = self._state_update(messages)
         await areport_trim(plan, extra=_state_extra(update))
         return update
+
+
+def _check_kinds(messages: list[BaseMessage]) -> None:
+    """Raise a message kind's error naming its index in ``request.messages``
+    (the plan's list has the system message first)."""
+    try:
+        message_kinds(messages)
+    except (TypeError, ValueError) as error:
+        raise error from None
 
 
 def _calibrate(trimmer: TurnTrimmer, sent: ModelRequest[Any], response: Any) -> None:

@@ -83,8 +83,21 @@ class TrimPlan:
     @property
     def dropped(self) -> tuple[int, ...]:
         """Indices of the dropped messages, ascending."""
-        pinned = set(self.pinned)
-        return tuple(i for i in range(self.keep_from) if i not in pinned)
+        return tuple(self.select_dropped(range(self.size)))
+
+    def select_dropped(self, items: Sequence[_T]) -> list[_T]:
+        """The dropped items of ``items`` (the sequence the plan was made for),
+        oldest first: the runs between pinned messages, sliced."""
+        if len(items) != self.size:
+            msg = f"plan is for {self.size} messages, got {len(items)}"
+            raise ValueError(msg)
+        dropped: list[_T] = []
+        start = 0
+        for i in self._pinned_before():
+            dropped.extend(items[start:i])
+            start = i + 1
+        dropped.extend(items[start : self.keep_from])
+        return dropped
 
     def select(self, items: Sequence[_T]) -> list[_T]:
         """The kept items of ``items`` (the sequence the plan was made for)."""

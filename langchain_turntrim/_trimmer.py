@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -193,10 +194,11 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         """
         kept, plan, compaction = self._decide(messages, kinds, reserved)
         if compaction is not None:
-            older = [messages[i] for i in plan.dropped if i < plan.newest_turn_start]
-            dropped = older + compaction.dropped
+            # The turns dropped before the newest one, then what compaction dropped in it.
+            older = bisect_left(plan.dropped, plan.newest_turn_start)
+            dropped = plan.select_dropped(messages)[:older] + compaction.dropped
         else:
-            dropped = [messages[i] for i in plan.dropped] if plan.dropped_count else []
+            dropped = plan.select_dropped(messages) if plan.dropped_count else []
         return TrimReport(kept=kept, dropped=dropped, plan=plan, compaction=compaction)
 
     def _decide(

@@ -20,6 +20,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
+    ChatMessage,
     HumanMessage,
     SystemMessage,
     ToolMessage,
@@ -248,6 +249,21 @@ def history(turns: int) -> list[BaseMessage]:
         messages.append(ToolMessage(f"result {i}", tool_call_id=f"c{i}"))
         messages.append(AIMessage(f"Answer {i}."))
     return messages
+
+
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("system", [SYSTEM, None])
+def test_a_bad_message_is_named_by_its_index_in_request_messages(
+    warm: bool, system: str | None
+) -> None:
+    middleware = TurnTrimMiddleware(max_tokens=10_000)
+    messages = history(2)
+    if warm:  # planned twice: remembered, so only the new message is classified
+        middleware.trim_request(make_request(messages, system))
+        middleware.trim_request(make_request(messages, system))
+    bad = [*messages, ChatMessage(content="hi", role="robot")]
+    with pytest.raises(ValueError, match=r"^messages\[8\]: unknown ChatMessage role 'robot'"):
+        middleware.trim_request(make_request(bad, system))
 
 
 def test_trim_request_counts_the_system_message_and_the_tools_as_pinned():
