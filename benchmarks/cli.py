@@ -8,7 +8,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from benchmarks import calibration, long_turns, memory, middleware, scenarios, stable_prefix, warm
+from benchmarks import (
+    calibration,
+    long_turns,
+    memory,
+    middleware,
+    scenarios,
+    stable_prefix,
+    startup,
+    warm,
+)
 from benchmarks.conversations import make_source
 from benchmarks.encoding import REPO_ROOT, load_exact_encoding
 from benchmarks.report import Row, markdown_table, write_json
@@ -33,6 +42,8 @@ SCENARIOS: Final[dict[str, tuple[Scenario, bool]]] = {
     "long-turns": (long_turns.long_turns, False),
     "stable-prefix": (stable_prefix.stable_prefix, False),
     "calibration": (calibration.calibration, False),
+    "import": (startup.import_, False),
+    "cli": (startup.cli, True),
 }
 MIN_REPEATS: Final = 5
 DEFAULT_REPEATS: Final = 7
