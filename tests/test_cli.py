@@ -533,6 +533,29 @@ def test_subprocess_demo_is_plain_when_piped():
     assert "Kept 17 of 35 messages:" in done.stdout
 
 
+def test_subprocess_trim_never_imports_the_runnable_machinery(tmp_path):
+    """Importing LangChain's tracers (for TurnTrimmer) would cost a run more than its trim."""
+    chat = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "old " * 100},
+        {"role": "assistant", "content": "old"},
+        {"role": "user", "content": "new"},
+    ]
+    path = write(tmp_path, "chat.json", chat)
+    script = (
+        "import sys\n"
+        "from langchain_turntrim._cli import main\n"
+        f"code = main(['trim', {path!r}, '--max-tokens', '30', '--on-overflow', 'compact'])\n"
+        "heavy = ['langchain_turntrim._trimmer', 'langchain_core.runnables.base',\n"
+        "         'langchain_core.tracers', 'langsmith.run_trees', 'rich']\n"
+        "sys.stderr.write(repr([m for m in heavy if m in sys.modules]))\n"
+        "raise SystemExit(code)\n"
+    )
+    done = _subprocess("-c", script)
+    assert (done.returncode, done.stderr) == (0, "[]")
+    assert json.loads(done.stdout) == [chat[0], chat[3]]
+
+
 def test_subprocess_trim_never_imports_rich(tmp_path):
     path = write(tmp_path, "spec.json", SPEC)
     script = (

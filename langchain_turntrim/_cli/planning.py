@@ -7,14 +7,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_turntrim._cli.transcript import InputError, Transcript, to_messages
-from langchain_turntrim._compaction import DEFAULT_KEEP_TOOL_RESULTS, Compaction
+from langchain_turntrim._compaction import (
+    DEFAULT_KEEP_TOOL_RESULTS,
+    Compaction,
+    compact,
+    needs_compaction,
+)
 from langchain_turntrim._core import ROLE_KINDS, TrimPlan, plan_trim
-from langchain_turntrim._counting import ApproximateCounter, TokenCounter
+from langchain_turntrim._counting import ApproximateCounter, TokenCounter, resolve_counter
 from langchain_turntrim._counting.resolve import tiktoken_shortcut
 from langchain_turntrim._errors import check_overflow
 from langchain_turntrim._messages import message_kinds
 from langchain_turntrim._options import OnOverflow
-from langchain_turntrim._trimmer import TurnTrimmer
 
 __all__ = [
     "CounterChoice",
@@ -124,21 +128,26 @@ def plan_transcript(
             plan, [ROLE_KINDS[r["role"]] for r in records], [r["tokens"] for r in records]
         )
     messages = to_messages(transcript)
-    # One plan per run: a cache would only cost time.
-    trimmer = TurnTrimmer(
-        max_tokens=max_tokens,
-        token_counter=choice.counter,
-        on_overflow=overflow.on_overflow,
-        keep_tool_results=overflow.keep_tool_results,
-        trim_to=overflow.trim_to,
-        cache_size=0,
-    )
+    # TurnTrimmer.report's decision, without importing the Runnable machinery
+    # (LangChain's tracers and LangSmith's run trees), which would cost a run
+    # more than its trim. One plan per run: a cache would only cost time.
+    counter = resolve_counter(choice.counter, 0)
     tools = (transcript.envelope or {}).get("tools") or []
-    tool_tokens = trimmer.counter.count_tools(tools)
-    report = trimmer.report(messages, reserved=tool_tokens)
-    plan = report.plan
-    if not with_costs:
-        return Planned(plan, [], [], report.compaction, len(tools), tool_tokens)
-    costs = trimmer.counter.count_each(messages)
+    tool_tokens = counter.count_tools(tools)
     kinds = message_kinds(messages)
-    return Planned(plan, kinds, costs, report.compaction, len(tools), tool_tokens)
+    plan = counter.plan(messages, kinds, max_tokens, reserved=tool_tokens, trim_to=overflow.trim_to)
+    compaction = None
+    if overflow.on_overflow == "compact" and (needs_compaction(plan) or not plan.budget_met):
+        compaction = compact(
+            messages,
+            kinds,
+            plan,
+            counter,
+            keep_tool_results=overflow.keep_tool_results,
+            reserved=tool_tokens,
+        )
+    else:
+        check_overflow(plan, overflow.on_overflow)
+    if not with_costs:
+        return Planned(plan, [], [], compaction, len(tools), tool_tokens)
+    return Planned(plan, kinds, counter.count_each(messages), compaction, len(tools), tool_tokens)
