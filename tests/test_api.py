@@ -121,12 +121,14 @@ def test_report_forwards_every_plan_figure() -> None:
             assert getattr(report, name) == getattr(plan, name), name
 
 
-def test_importing_the_package_loads_no_runnable_machinery_nor_tiktoken() -> None:
+def test_importing_the_package_loads_no_runnables_tiktoken_agents_or_cli() -> None:
     code = (
         "import sys, langchain_turntrim\n"
         "heavy = ['tiktoken', 'langchain_core.runnables.base', 'langchain_core.tools',\n"
-        "         'langchain_core.tracers.event_stream', 'langchain']\n"
-        "print([m for m in heavy if m in sys.modules])\n"
+        "         'langchain_core.tracers.event_stream', 'langchain', 'langchain.agents',\n"
+        "         'langchain_turntrim._cli', 'langchain_turntrim._cli.app']\n"
+        "heavy += [m for m in sys.modules if m.startswith('langchain_turntrim._cli')]\n"
+        "print(sorted({m for m in heavy if m in sys.modules}))\n"
         "langchain_turntrim.TurnTrimmer(max_tokens=1)\n"
         "print('langchain_core.runnables.base' in sys.modules)\n"
     )
