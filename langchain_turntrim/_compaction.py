@@ -37,9 +37,11 @@ from langchain_core.messages import (
 from langchain_turntrim import _cutting as cutting
 from langchain_turntrim._core import ANCHOR, PINNED, TrimPlan
 from langchain_turntrim._counting import ResolvedCounter
-from langchain_turntrim._errors import TurnTrimOverflowError
+from langchain_turntrim._errors import TurnTrimOverflowError, check_overflow
+from langchain_turntrim._messages import message_kinds
+from langchain_turntrim._options import OnOverflow
 
-__all__ = ["DEFAULT_KEEP_TOOL_RESULTS", "Compaction", "compact", "needs_compaction"]
+__all__ = ["DEFAULT_KEEP_TOOL_RESULTS", "Compaction", "compact", "decide", "needs_compaction"]
 
 #: Tool results of the newest turn that ``"compact"`` leaves intact by default.
 DEFAULT_KEEP_TOOL_RESULTS: Final = 3
@@ -122,6 +124,31 @@ class _Slot:
 def needs_compaction(plan: TrimPlan) -> bool:
     """True when the newest turn does not fit beside the pinned messages."""
     return bool(plan.turns) and not plan.kept_turns
+
+
+def decide(
+    messages: Sequence[BaseMessage],
+    kinds: Sequence[int] | None,
+    counter: ResolvedCounter,
+    max_tokens: int,
+    *,
+    on_overflow: OnOverflow,
+    keep_tool_results: int,
+    trim_to: int | None,
+    reserved: int = 0,
+) -> tuple[TrimPlan, Compaction | None]:
+    """The whole decision every entry point makes: the spec's plan, then, when
+    not even the newest turn fits, the overflow rule (``"compact"`` compacts
+    it, ``"raise"`` raises, ``"drop"`` keeps the plan)."""
+    plan = counter.plan(messages, kinds, max_tokens, reserved=reserved, trim_to=trim_to)
+    if on_overflow == "compact" and (needs_compaction(plan) or not plan.budget_met):
+        kinds = message_kinds(messages) if kinds is None else kinds
+        compaction = compact(
+            messages, kinds, plan, counter, keep_tool_results=keep_tool_results, reserved=reserved
+        )
+        return plan, compaction
+    check_overflow(plan, on_overflow)
+    return plan, None
 
 
 def compact(

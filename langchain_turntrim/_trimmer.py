@@ -13,12 +13,7 @@ from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict
 
-from langchain_turntrim._compaction import (
-    DEFAULT_KEEP_TOOL_RESULTS,
-    Compaction,
-    compact,
-    needs_compaction,
-)
+from langchain_turntrim._compaction import DEFAULT_KEEP_TOOL_RESULTS, Compaction, decide
 from langchain_turntrim._core import TrimPlan, check_count, check_trim_to
 from langchain_turntrim._counting import (
     DEFAULT_CACHE_SIZE,
@@ -29,7 +24,7 @@ from langchain_turntrim._counting import (
 )
 from langchain_turntrim._counting.resolve import _local_counter_for_model
 from langchain_turntrim._errors import check_overflow
-from langchain_turntrim._messages import TrimInput, message_kinds, to_messages
+from langchain_turntrim._messages import TrimInput, to_messages
 from langchain_turntrim._options import ON_OVERFLOW, OnOverflow, check_choice
 from langchain_turntrim._report import TrimReport, trace_extra
 from langchain_turntrim._tracing import areport_trim, report_trim
@@ -205,20 +200,18 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         self, messages: Sequence[BaseMessage], kinds: Sequence[int] | None, reserved: int
     ) -> tuple[list[BaseMessage], TrimPlan, Compaction | None]:
         """``report`` without the dropped list: the kept messages, the plan, the compaction."""
-        plan = self.token_counter.plan(
-            messages, kinds, self.max_tokens, reserved=reserved, trim_to=self.trim_to
+        plan, compaction = decide(
+            messages,
+            kinds,
+            self.token_counter,
+            self.max_tokens,
+            on_overflow=self.on_overflow,
+            keep_tool_results=self.keep_tool_results,
+            trim_to=self.trim_to,
+            reserved=reserved,
         )
-        if self.on_overflow == "compact" and (needs_compaction(plan) or not plan.budget_met):
-            compaction = compact(
-                messages,
-                message_kinds(messages) if kinds is None else kinds,
-                plan,
-                self.token_counter,
-                keep_tool_results=self.keep_tool_results,
-                reserved=reserved,
-            )
+        if compaction is not None:
             return compaction.messages, plan, compaction
-        check_overflow(plan, self.on_overflow)
         return plan.select(messages), plan, None
 
     def trim(self, messages: TrimInput) -> list[BaseMessage]:

@@ -7,12 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_turntrim._cli.transcript import InputError, Transcript, to_messages
-from langchain_turntrim._compaction import (
-    DEFAULT_KEEP_TOOL_RESULTS,
-    Compaction,
-    compact,
-    needs_compaction,
-)
+from langchain_turntrim._compaction import DEFAULT_KEEP_TOOL_RESULTS, Compaction, decide
 from langchain_turntrim._core import ROLE_KINDS, TrimPlan, plan_trim
 from langchain_turntrim._counting import ApproximateCounter, TokenCounter, resolve_counter
 from langchain_turntrim._counting.resolve import tiktoken_shortcut
@@ -128,26 +123,23 @@ def plan_transcript(
             plan, [ROLE_KINDS[r["role"]] for r in records], [r["tokens"] for r in records]
         )
     messages = to_messages(transcript)
-    # TurnTrimmer.report's decision, without importing the Runnable machinery
+    # TurnTrimmer.report's decision (decide), without importing the Runnable machinery
     # (LangChain's tracers and LangSmith's run trees), which would cost a run
     # more than its trim. One plan per run: a cache would only cost time.
     counter = resolve_counter(choice.counter, 0)
     tools = (transcript.envelope or {}).get("tools") or []
     tool_tokens = counter.count_tools(tools)
     kinds = message_kinds(messages)
-    plan = counter.plan(messages, kinds, max_tokens, reserved=tool_tokens, trim_to=overflow.trim_to)
-    compaction = None
-    if overflow.on_overflow == "compact" and (needs_compaction(plan) or not plan.budget_met):
-        compaction = compact(
-            messages,
-            kinds,
-            plan,
-            counter,
-            keep_tool_results=overflow.keep_tool_results,
-            reserved=tool_tokens,
-        )
-    else:
-        check_overflow(plan, overflow.on_overflow)
+    plan, compaction = decide(
+        messages,
+        kinds,
+        counter,
+        max_tokens,
+        on_overflow=overflow.on_overflow,
+        keep_tool_results=overflow.keep_tool_results,
+        trim_to=overflow.trim_to,
+        reserved=tool_tokens,
+    )
     if not with_costs:
         return Planned(plan, [], [], compaction, len(tools), tool_tokens)
     return Planned(plan, kinds, counter.count_each(messages), compaction, len(tools), tool_tokens)
