@@ -60,9 +60,12 @@ def _at(settings: Settings, n: int) -> Row:
     budget = int(total * BUDGET_FRACTION)
 
     def seen(tag: str) -> tuple[TurnTrimmer, list[BaseMessage]]:
+        """A trimmer that trimmed the history's two previous versions, as in an
+        agent loop (a history is remembered from its second plan on)."""
         trimmer = TurnTrimmer(max_tokens=budget, token_counter=TiktokenCounter(EXACT_MODEL))
         messages = fresh_messages(base, tag)
-        trimmer.trim(messages[:-1])  # the previous call
+        trimmer.trim(messages[:-2])
+        trimmer.trim(messages[:-1])
         return trimmer, messages
 
     def same(tag: str) -> Callable[[], object]:
