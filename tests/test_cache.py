@@ -27,7 +27,8 @@ from langchain_core.messages import (
 from langchain_core.messages.tool import tool_call_chunk
 
 from langchain_turntrim import CachedCounter, TiktokenCounter, TurnTrimmer, per_list
-from langchain_turntrim._counting.keys import message_key
+from langchain_turntrim._counting import cache as cache_module
+from langchain_turntrim._counting.keys import fields_key, message_key
 from tests import strategies as lcst
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
@@ -201,6 +202,41 @@ def test_content_reassigned_before_it_was_read_is_not_filed_under_the_old_conten
     fresh = HumanMessage("short")
     assert cached.count_each([fresh]) == [len("short")]
     assert cached.count_each([message]) == [len("a much longer content")]
+
+
+def test_a_tiktoken_count_is_of_the_fields_read_not_of_a_later_assignment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """TiktokenCounter counts from the fields the cache read (no frozen copy)."""
+    message = AIMessage("short", tool_calls=[{"name": "f", "args": {"q": 1}, "id": "c"}])
+    before = bare().count_each([message])
+
+    def key_then_reassign(cls: type, fields: Sequence[Any]) -> Any:
+        key = fields_key(cls, fields)
+        message.content = "a much longer content than the one that was read"  # another thread
+        message.tool_calls = []
+        return key
+
+    cached = CachedCounter(bare())
+    assert cached._count_fields is not None  # the path without frozen copies
+    monkeypatch.setattr(cache_module, "fields_key", key_then_reassign)
+    assert cached.count_each([message]) == before
+    monkeypatch.setattr(cache_module, "fields_key", fields_key)
+    assert cached.count_each([message]) == bare().count_each([message]) != before
+    twin = AIMessage("short", tool_calls=[{"name": "f", "args": {"q": 1}, "id": "c"}])
+    assert cached.count_each([twin]) == before
+
+
+def test_a_tiktoken_subclass_overriding_count_each_is_still_asked() -> None:
+    class Doubled(TiktokenCounter):
+        def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+            return [2 * n for n in super().count_each(messages)]
+
+    messages = [HumanMessage("hi"), AIMessage("hello", name="bot")]
+    doubled = Doubled("gpt-4")
+    assert CachedCounter(doubled)._count_fields is None
+    assert CachedCounter(doubled).count_each(messages) == doubled.count_each(messages)
+    assert doubled.count_each(messages) == [2 * n for n in bare().count_each(messages)]
 
 
 # -- 4. per_list and cache_size=0 -----------------------------------------------------------

@@ -7,20 +7,23 @@ import operator
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Final
 
 from langchain_core.messages import BaseMessage
 
 from langchain_turntrim._core import check_count
 from langchain_turntrim._counting.additive import Wrapper, checked_counts, counts_list
-from langchain_turntrim._counting.keys import fields_getter, fields_key, frozen_copy
+from langchain_turntrim._counting.keys import Fields, fields_getter, fields_key, frozen_copy
 from langchain_turntrim._counting.protocol import TokenCounter
 from langchain_turntrim._counting.warm import HistoryMemo
 from langchain_turntrim._messages import check_messages
 from langchain_turntrim._safe_repr import safe_repr
 
 __all__ = ["DEFAULT_CACHE_SIZE", "LRU", "CachedCounter"]
+
+#: Counts of messages from their classes and ``message_fields`` (see TiktokenCounter).
+FieldsCounter = Callable[[Sequence[type], Sequence[Fields]], list[int]]
 
 #: Messages whose counts a ``CachedCounter`` keeps by default (LRU).
 DEFAULT_CACHE_SIZE: Final = 16_384
@@ -99,7 +102,9 @@ class CachedCounter(Wrapper):
 
     The wrapped counter is given a frozen shallow copy of each message it
     counts (``frozen_copy``): the count is of exactly the fields both layers
-    file it under, even if another thread reassigns a field meanwhile.
+    file it under, even if another thread reassigns a field meanwhile. A
+    ``TiktokenCounter`` (not a subclass overriding ``count_each``) counts
+    straight from those fields instead, with no copy.
     Editing a nested value in place (appending to a content list, changing a
     tool call's ``args`` dict) is not seen by the first layer: assign a new
     value instead, or call ``clear()``. Counting happens outside the locks,
@@ -117,6 +122,11 @@ class CachedCounter(Wrapper):
             msg = f"CachedCounter wraps a TokenCounter, got {type(counter).__name__}"
             raise TypeError(msg)
         self.counter = counter
+        # A counter that counts from message_fields needs no frozen copies.
+        fields_counter = getattr(counter, "_fields_counter", None)
+        self._count_fields: FieldsCounter | None = (
+            fields_counter() if callable(fields_counter) else None
+        )
         self._cache = LRU(maxsize)
         # id(message) -> (weak reference, fields getter, message_fields(message), count)
         self._known: OrderedDict[int, tuple[Any, ...]] = OrderedDict()
@@ -179,8 +189,7 @@ class CachedCounter(Wrapper):
         cached = self._cache.get_many(keys)
         missing = [j for j, count in enumerate(cached) if count is None]
         if missing:
-            copies = [frozen_copy(messages[unknown[j]], fields[j]) for j in missing]
-            fresh = counts_list(self.counter.count_each(copies), self.counter)
+            fresh = self._count_missing(messages, unknown, fields, missing)
             if len(fresh) != len(missing):
                 msg = (
                     f"{safe_repr(self.counter)} returned {len(fresh)} counts "
@@ -196,6 +205,20 @@ class CachedCounter(Wrapper):
             self._cache.put_many([(keys[j], checked[unknown[j]]) for j in missing])
             self._remember(messages, unknown, getters, fields, checked)
         return checked
+
+    def _count_missing(
+        self,
+        messages: Sequence[BaseMessage],
+        unknown: list[int],
+        fields: list[Fields],
+        missing: list[int],
+    ) -> list[Any]:
+        """Counts of exactly the ``fields`` read, whatever is assigned meanwhile."""
+        if self._count_fields is not None:
+            classes = [type(messages[unknown[j]]) for j in missing]
+            return self._count_fields(classes, [fields[j] for j in missing])
+        copies = [frozen_copy(messages[unknown[j]], fields[j]) for j in missing]
+        return counts_list(self.counter.count_each(copies), self.counter)
 
     def _remember(
         self,

@@ -13,15 +13,18 @@ from typing import Any, Final, NoReturn
 
 from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, ToolMessage
 
-__all__ = ["digest", "fields_getter", "frozen_copy", "message_fields", "message_key"]
+__all__ = ["Fields", "digest", "fields_getter", "frozen_copy", "message_fields", "message_key"]
 
 _COMMON_FIELDS: Final = ("content", "name", "additional_kwargs", "type")
+# In TiktokenCounter's order of classes, so that its fields are always read.
 _FIELDS_BY_CLASS: Final = (
+    (ChatMessage, (*_COMMON_FIELDS, "role")),
     (AIMessage, (*_COMMON_FIELDS, "tool_calls", "invalid_tool_calls")),
     (ToolMessage, (*_COMMON_FIELDS, "tool_call_id")),
-    (ChatMessage, (*_COMMON_FIELDS, "role")),
 )
-Getter = Callable[[dict[str, Any]], tuple[Any, ...]]
+#: ``message_fields``: content, name, additional_kwargs, type, then the class's own.
+Fields = tuple[Any, ...]
+Getter = Callable[[dict[str, Any]], Fields]
 _specs: dict[type, tuple[tuple[str, ...], Getter]] = {}
 
 

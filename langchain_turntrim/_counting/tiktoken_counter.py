@@ -20,12 +20,15 @@ from langchain_core.messages import (
     ChatMessage,
     FunctionMessage,
     HumanMessage,
+    InvalidToolCall,
     SystemMessage,
+    ToolCall,
     ToolMessage,
 )
 
 from langchain_turntrim._counting.additive import AdditiveCounter
 from langchain_turntrim._counting.encodings import EncodingUnavailableError, load_encoding
+from langchain_turntrim._counting.keys import Fields, message_fields
 from langchain_turntrim._counting.openai_images import image_pricing, image_size, image_source
 from langchain_turntrim._counting.openai_models import encoding_name_for_model
 from langchain_turntrim._counting.openai_tools import tool_framing, tools_tokens
@@ -51,6 +54,17 @@ _DROPPED_BLOCKS: Final = (
 )
 _TOOL_CALL_KEYS: Final = ("id", "type", "function")
 _ROLES: Final = ("user", "assistant", "system", "developer", "function", "tool")
+# What a message is sent as, by its class (subclasses found by issubclass once).
+_CHAT, _USER, _AI, _SYSTEM, _FUNCTION, _TOOL, _OTHER = range(7)
+_KINDS: Final = (
+    (ChatMessage, _CHAT),
+    (HumanMessage, _USER),
+    (AIMessage, _AI),
+    (SystemMessage, _SYSTEM),
+    (FunctionMessage, _FUNCTION),
+    (ToolMessage, _TOOL),
+)
+_kinds: dict[type, int] = {}
 # json.dumps(args, ensure_ascii=False), as ChatOpenAI does, but never failing.
 _dump_args: Final = json.JSONEncoder(ensure_ascii=False, default=str).encode
 _dump_block: Final = json.JSONEncoder(ensure_ascii=False, default=str, sort_keys=True).encode
@@ -249,27 +263,44 @@ class TiktokenCounter(AdditiveCounter):
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
         """The tokens of each message, in order (one int per message)."""
         check_messages(messages)
-        return list(map(self._message, messages))
+        count = self._fields
+        return [count(type(m), message_fields(m)) for m in messages]
 
-    # Counting mirrors _convert_message_to_dict + get_num_tokens_from_messages.
+    def _fields_counter(self) -> Callable[[Sequence[type], Sequence[Fields]], list[int]] | None:
+        """How ``CachedCounter`` counts without copying messages: from each one's
+        class and the ``message_fields`` it read (so the count is of exactly the
+        values its key is made of). None when a subclass overrides ``count_each``."""
+        if type(self).count_each is not TiktokenCounter.count_each:
+            return None
+        return self._count_fields
 
-    def _message(self, m: BaseMessage) -> int:
-        n = self._per_message + self._value(m.content)
-        if isinstance(m, ChatMessage):
-            n += self._role(m.role)
-        elif isinstance(m, HumanMessage):
+    def _count_fields(self, classes: Sequence[type], fields: Sequence[Fields]) -> list[int]:
+        return list(map(self._fields, classes, fields))
+
+    # Counting mirrors _convert_message_to_dict + get_num_tokens_from_messages, from
+    # message_fields: content, name, additional_kwargs, type, then the class's own.
+
+    def _fields(self, cls: type, f: Fields) -> int:
+        n = self._per_message + self._value(f[0])
+        kind = _kinds.get(cls)
+        if kind is None:
+            kind = _kinds[cls] = next((k for c, k in _KINDS if issubclass(cls, c)), _OTHER)
+        extra = f[2]
+        if kind == _USER:
             n += self._roles["user"]
-        elif isinstance(m, AIMessage):
-            n += self._roles["assistant"] + self._ai_extras(m)
-        elif isinstance(m, SystemMessage):
-            n += self._role(m.additional_kwargs.get("__openai_role__", "system"))
-        elif isinstance(m, FunctionMessage):
-            n += self._roles["function"]
-        elif isinstance(m, ToolMessage):  # only content, role and tool_call_id are sent
+        elif kind == _AI:
+            n += self._roles["assistant"] + self._ai_extras(f[0], extra, f[4], f[5])
+        elif kind == _TOOL:  # only content, role and tool_call_id are sent
             return n + self._roles["tool"] + TOOL_CALL_ID_TOKENS
+        elif kind == _CHAT:
+            n += self._role(f[4])
+        elif kind == _SYSTEM:
+            n += self._role(extra.get("__openai_role__", "system"))
+        elif kind == _FUNCTION:
+            n += self._roles["function"]
         else:
-            n += self._role(m.type)
-        name = m.name or m.additional_kwargs.get("name")
+            n += self._role(f[3])
+        name = f[1] or extra.get("name")
         if name or isinstance(name, list):  # falsy values are skipped
             n += self._value(name) + self._per_name
         return n
@@ -333,14 +364,19 @@ class TiktokenCounter(AdditiveCounter):
             return len(self._encode(s))
         return 0 if s is None else _dumped_len(self._encode, s, _dump_args)
 
-    def _ai_extras(self, m: AIMessage) -> int:
+    def _ai_extras(
+        self,
+        content: object,
+        extra: dict[str, Any],
+        tool_calls: list[ToolCall],
+        invalid_tool_calls: list[InvalidToolCall],
+    ) -> int:
         n = 0
-        extra = m.additional_kwargs
-        if m.tool_calls or m.invalid_tool_calls:
-            for call in m.tool_calls:
+        if tool_calls or invalid_tool_calls:
+            for call in tool_calls:
                 n += _dumped_len(self._encode, call["args"], _dump_args)
                 n += self._optional(call["name"])
-            for bad in m.invalid_tool_calls:
+            for bad in invalid_tool_calls:
                 n += self._optional(bad["args"]) + self._optional(bad["name"])
         elif "tool_calls" in extra:
             calls = extra["tool_calls"]
@@ -355,8 +391,8 @@ class TiktokenCounter(AdditiveCounter):
         elif "function_call" in extra:
             n += self._value(extra["function_call"])
         audio: object = None
-        if isinstance(m.content, list):
-            for b in m.content:
+        if isinstance(content, list):
+            for b in content:
                 if isinstance(b, dict) and b.get("type") == "audio" and (id_ := b.get("id")):
                     audio = {"id": id_}
         if not audio and "audio" in extra:
