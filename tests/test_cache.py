@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import gc
+import hashlib
+import io
 import sys
 import threading
 import time
@@ -28,7 +30,8 @@ from langchain_core.messages.tool import tool_call_chunk
 
 from langchain_turntrim import CachedCounter, TiktokenCounter, TurnTrimmer, per_list
 from langchain_turntrim._counting import cache as cache_module
-from langchain_turntrim._counting.keys import fields_key, message_key
+from langchain_turntrim._counting import keys
+from langchain_turntrim._counting.keys import fields_keys, message_key
 from tests import strategies as lcst
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
@@ -112,6 +115,44 @@ def test_keys_tell_equal_looking_values_apart(one: Any, other: Any) -> None:
     first = HumanMessage("same", additional_kwargs=one)
     second = HumanMessage("same", additional_kwargs=other)
     assert message_key(first) != message_key(second)
+
+
+def _one_digest(values: Any) -> bytes | None:
+    """A digest as ``digest`` documents it, with a pickler of its own."""
+    buffer = io.BytesIO()
+    pickler = keys._Pickler(buffer, protocol=5)
+    pickler.fast = True
+    try:
+        pickler.dump(values)
+    except (keys._UnkeyableError, RecursionError, ValueError):
+        return None
+    return hashlib.sha256(buffer.getvalue()).digest()
+
+
+def test_digests_in_one_pass_are_each_values_own() -> None:
+    """Pickles share a buffer, hashed in slices: big ones, unkeyable ones and
+    cycles between others change none of the others' digests."""
+    big = "z" * (3 * keys._KEEP_BUFFER)
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    values: list[tuple[Any, ...]] = [
+        ("a", None),
+        (big,),
+        (object(),),
+        ([1, True, 1.0],),
+        ({"a": 1, "b": 2},),
+        (cycle,),
+        ({"b": 2, "a": 1},),
+        (big + "!", [big]),
+        (),
+        ("a", None),
+    ]
+    expected = [_one_digest(v) for v in values]
+    assert [i for i, d in enumerate(expected) if d is None] == [2, 5]
+    assert len({d for d in expected if d is not None}) == len(values) - 3  # one pair is equal
+    assert keys.digests(values) == expected
+    assert keys.digests(values[:1]) == expected[:1]  # the pickler is usable after a big one
+    assert [keys.digest(v) for v in values] == expected
 
 
 def test_equal_messages_share_a_key() -> None:
@@ -211,17 +252,17 @@ def test_a_tiktoken_count_is_of_the_fields_read_not_of_a_later_assignment(
     message = AIMessage("short", tool_calls=[{"name": "f", "args": {"q": 1}, "id": "c"}])
     before = bare().count_each([message])
 
-    def key_then_reassign(cls: type, fields: Sequence[Any]) -> Any:
-        key = fields_key(cls, fields)
+    def keys_then_reassign(classes: Sequence[type], fields: Sequence[Any]) -> Any:
+        keys = fields_keys(classes, fields)
         message.content = "a much longer content than the one that was read"  # another thread
         message.tool_calls = []
-        return key
+        return keys
 
     cached = CachedCounter(bare())
     assert cached._count_fields is not None  # the path without frozen copies
-    monkeypatch.setattr(cache_module, "fields_key", key_then_reassign)
+    monkeypatch.setattr(cache_module, "fields_keys", keys_then_reassign)
     assert cached.count_each([message]) == before
-    monkeypatch.setattr(cache_module, "fields_key", fields_key)
+    monkeypatch.setattr(cache_module, "fields_keys", fields_keys)
     assert cached.count_each([message]) == bare().count_each([message]) != before
     twin = AIMessage("short", tool_calls=[{"name": "f", "args": {"q": 1}, "id": "c"}])
     assert cached.count_each([twin]) == before

@@ -14,7 +14,7 @@ from langchain_core.messages import BaseMessage
 
 from langchain_turntrim._core import check_count
 from langchain_turntrim._counting.additive import Wrapper, checked_counts, counts_list
-from langchain_turntrim._counting.keys import Fields, fields_getter, fields_key, frozen_copy
+from langchain_turntrim._counting.keys import Fields, fields_keys, frozen_copy, read_fields
 from langchain_turntrim._counting.protocol import TokenCounter
 from langchain_turntrim._counting.warm import HistoryMemo
 from langchain_turntrim._messages import check_messages
@@ -183,9 +183,8 @@ class CachedCounter(Wrapper):
     ) -> list[int]:
         # One read of each message's fields; the key, the identity entry and
         # the count are all made from it.
-        getters = [fields_getter(messages[i]) for i in unknown]
-        fields = [get(vars(messages[i])) for i, get in zip(unknown, getters, strict=True)]
-        keys = [fields_key(type(messages[i]), f) for i, f in zip(unknown, fields, strict=True)]
+        getters, fields = read_fields(messages, unknown)
+        keys = fields_keys([type(messages[i]) for i in unknown], fields)
         cached = self._cache.get_many(keys)
         missing = [j for j, count in enumerate(cached) if count is None]
         if missing:

@@ -13,7 +13,17 @@ from typing import Any, Final, NoReturn
 
 from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, ToolMessage
 
-__all__ = ["Fields", "digest", "fields_getter", "frozen_copy", "message_fields", "message_key"]
+__all__ = [
+    "Fields",
+    "digest",
+    "digests",
+    "fields_getter",
+    "fields_keys",
+    "frozen_copy",
+    "message_fields",
+    "message_key",
+    "read_fields",
+]
 
 _COMMON_FIELDS: Final = ("content", "name", "additional_kwargs", "type")
 # In TiktokenCounter's order of classes, so that its fields are always read.
@@ -40,6 +50,23 @@ def fields_getter(message: BaseMessage) -> Getter:
     """An ``itemgetter`` of the fields that matter, over a message's ``__dict__``
     (pydantic keeps every field there; a dict lookup beats an attribute's)."""
     return _spec(message)[1]
+
+
+def read_fields(
+    messages: Sequence[BaseMessage], indices: Sequence[int]
+) -> tuple[list[Getter], list[Fields]]:
+    """``fields_getter`` and ``message_fields`` of ``messages[i]`` for each of
+    ``indices``, in one pass (each message's fields read once)."""
+    getters: list[Getter] = []
+    fields: list[Fields] = []
+    specs = _specs
+    for i in indices:
+        message = messages[i]
+        spec = specs.get(type(message))
+        get = (spec or _spec(message))[1]
+        getters.append(get)
+        fields.append(get(vars(message)))
+    return getters, fields
 
 
 def message_fields(message: BaseMessage) -> tuple[Any, ...]:
@@ -118,26 +145,68 @@ def digest(values: Sequence[Any]) -> bytes | None:
     pickle gives None, and the value is not cached. The content itself is
     never kept, only hashed.
     """
+    return digests([values])[0]
+
+
+def digests(many: Sequence[Sequence[Any]]) -> list[bytes | None]:
+    """``digest`` of each of ``many``, in one pass: they are pickled one after
+    the other into one buffer, hashed slice by slice whenever it outgrows
+    ``_KEEP_BUFFER`` and at the end."""
     buffer, pickler = _pickler()
+    dump, tell, seek, truncate = pickler.dump, buffer.tell, buffer.seek, buffer.truncate
+    results: list[bytes | None] = []
+    ends: list[int] = []  # where each pending value's pickle ends; -1: not keyable
+    grown = False
     try:
-        pickler.dump(values)
-        with buffer.getbuffer() as data:
-            result = hashlib.sha256(data).digest()
-    except (_UnkeyableError, RecursionError, ValueError, pickle.PicklingError):
-        result = None
+        for values in many:
+            start = tell()
+            try:
+                dump(values)
+            except (_UnkeyableError, RecursionError, ValueError, pickle.PicklingError):
+                seek(start)
+                truncate()
+                ends.append(-1)
+                continue
+            ends.append(tell())
+            if ends[-1] > _KEEP_BUFFER:
+                grown = True
+                _hash_slices(buffer, ends, results)
+        _hash_slices(buffer, ends, results)
     finally:
-        if buffer.tell() > _KEEP_BUFFER:
+        if grown:  # no copy of a big content stays
             del _local.pickler
         else:
-            buffer.seek(0)
-            buffer.truncate()
-    return result
+            seek(0)
+            truncate()
+    return results
 
 
-def fields_key(cls: type, fields: Sequence[Any]) -> tuple[type, bytes] | None:
-    """The key of a message of class ``cls`` whose ``message_fields`` are ``fields``."""
-    value = digest(fields)
-    return None if value is None else (cls, value)
+def _hash_slices(buffer: io.BytesIO, ends: list[int], results: list[bytes | None]) -> None:
+    """Append the digest of each pickle in ``buffer`` (None where ``ends`` holds
+    -1), then empty ``buffer`` and ``ends``."""
+    sha256 = hashlib.sha256
+    start = 0
+    with buffer.getbuffer() as data:
+        for end in ends:
+            if end < 0:
+                results.append(None)
+            else:
+                results.append(sha256(data[start:end]).digest())
+                start = end
+    ends.clear()
+    buffer.seek(0)
+    buffer.truncate()
+
+
+def fields_keys(
+    classes: Sequence[type], fields: Sequence[Sequence[Any]]
+) -> list[tuple[type, bytes] | None]:
+    """The key of each message of class ``classes[i]`` whose ``message_fields``
+    are ``fields[i]``."""
+    return [
+        None if value is None else (cls, value)
+        for cls, value in zip(classes, digests(fields), strict=True)
+    ]
 
 
 def message_key(message: BaseMessage) -> tuple[type, bytes] | None:
@@ -150,4 +219,4 @@ def message_key(message: BaseMessage) -> tuple[type, bytes] | None:
     package ships. None when a field holds a value ``digest`` does not
     understand: such a message is not cached by content.
     """
-    return fields_key(type(message), message_fields(message))
+    return fields_keys([type(message)], [message_fields(message)])[0]

@@ -11,7 +11,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_turntrim._core import ANCHOR, PINNED, START, TrimPlan, check_count, plan_costs
 from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.cache import DEFAULT_CACHE_SIZE, LRU
-from langchain_turntrim._counting.keys import fields_key, frozen_copy, message_fields
+from langchain_turntrim._counting.keys import fields_keys, frozen_copy, message_fields
 from langchain_turntrim._counting.tools import tool_messages
 from langchain_turntrim._messages import message_kinds
 from langchain_turntrim._safe_repr import safe_repr
@@ -75,7 +75,7 @@ class WholeListCounter:
     def count(self, messages: Sequence[BaseMessage]) -> int:
         """The function's count of ``messages``, cached by the messages' keys."""
         fields = [message_fields(m) for m in messages]
-        keys = [fields_key(type(m), f) for m, f in zip(messages, fields, strict=True)]
+        keys = fields_keys(list(map(type, messages)), fields)
         key = None if None in keys else tuple(keys)
         (cached,) = self._cache.get_many((key,))
         if cached is not None:
