@@ -48,12 +48,13 @@ test-min: $(INSTALLED_MIN)
 	$(VENV_MIN)/bin/pytest
 
 # Speed, as ratios measured side by side with trim_messages (not part of `make test`):
-# every scenario on the seeded generator, then on recorded τ-bench conversations
-# when they are beside the checkout, then the README's tables from those two runs.
+# every scenario on the seeded generator, then the timing ones on recorded τ-bench
+# conversations when they are beside the checkout (the quality scenarios read
+# their own recorded data whatever the input), then the README's tables.
 TAU_BENCH := ../shared/data/tau-bench-gpt4o-airline.json
 bench: $(INSTALLED)
 	$(BIN)/python -m benchmarks
-	if [ -f $(TAU_BENCH) ]; then $(BIN)/python -m benchmarks --transcripts $(TAU_BENCH); fi
+	if [ -f $(TAU_BENCH) ]; then $(BIN)/python -m benchmarks --timing-only --transcripts $(TAU_BENCH); fi
 	$(BIN)/python -m benchmarks.readme
 
 # Mutation testing of the core and the message adapter (not part of `make test`).

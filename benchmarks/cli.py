@@ -45,6 +45,9 @@ SCENARIOS: Final[dict[str, tuple[Scenario, bool]]] = {
     "import": (startup.import_, False),
     "cli": (startup.cli, True),
 }
+#: Scenarios measuring quality, not speed, on their own recorded data (whatever the input).
+QUALITY: Final = ("long-turns", "stable-prefix", "calibration")
+TIMING: Final = tuple(name for name in SCENARIOS if name not in QUALITY)
 MIN_REPEATS: Final = 5
 DEFAULT_REPEATS: Final = 7
 RESULTS: Final = REPO_ROOT / "benchmarks" / "results"
@@ -75,6 +78,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         choices=list(SCENARIOS),
         metavar="NAME",
         help=f"run only this scenario (repeatable): {', '.join(SCENARIOS)}",
+    )
+    parser.add_argument(
+        "--timing-only",
+        action="store_true",
+        help=f"every scenario but the quality ones ({', '.join(QUALITY)}), whose data "
+        "does not depend on the input",
     )
     args = parser.parse_args(argv)
     if args.repeats < 1:
@@ -114,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warning: --repeats {args.repeats} < {MIN_REPEATS}: figures are not robust\n")
     source = make_source(args.seed, args.transcripts)
     settings = Settings(source=source, repeats=args.repeats, quick=args.quick)
-    selected = args.only or list(SCENARIOS)
+    selected = args.only or list(TIMING if args.timing_only else SCENARIOS)
     print(f"input: {source.label}; repeats: {args.repeats}; quick: {args.quick}\n", flush=True)
     rows = run(selected, settings)
     print("\n" + markdown_table(rows))
@@ -126,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         "repeats": args.repeats,
         "quick": args.quick,
         "only": selected,
-        "complete": set(selected) == set(SCENARIOS),
+        "timing": set(TIMING) <= set(selected),
+        "quality": set(QUALITY) <= set(selected),
     }
     print(f"\nwrote {write_json(rows, options, RESULTS).relative_to(REPO_ROOT)}")
     return 0

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from benchmarks.cli import QUALITY
 from benchmarks.report import show_ratio
 
 __all__ = ["INPUTS", "main", "render", "replace_between"]
@@ -26,20 +27,18 @@ INPUTS: Final[tuple[tuple[str, Callable[[str], bool]], ...]] = (
     ("τ-bench", lambda label: "tau-bench" in label),
 )
 MARK: Final = {True: "✓", False: "✗"}
-#: Scenarios measuring quality, not speed: each has its own README section and block
-#: (their data does not depend on the input, so the first input's run is shown).
-QUALITY: Final = ("long-turns", "stable-prefix", "calibration")
 
 Document = dict[str, Any]
 Key = tuple[str, str, str]
 
 
-def newest_complete(results: Path, matches: Callable[[str], bool]) -> Document | None:
-    """The newest run of an input in which every scenario ran."""
+def newest_run(results: Path, matches: Callable[[str], bool], kind: str) -> Document | None:
+    """The newest full-size run of an input in which every ``kind`` (``"timing"`` or
+    ``"quality"``) scenario ran."""
     for path in sorted(results.glob("bench-*.json"), reverse=True):
         document: Document = json.loads(path.read_text(encoding="utf-8"))
         options = document["options"]
-        if matches(options["input"]) and not options["quick"] and options.get("complete"):
+        if matches(options["input"]) and not options["quick"] and options.get(kind):
             return document
     return None
 
@@ -90,9 +89,8 @@ def notes(documents: Sequence[Document | None]) -> str:
     return "\n".join(lines)
 
 
-def quality_block(documents: Sequence[Document | None], scenario: str) -> str:
+def quality_block(document: Document | None, scenario: str) -> str:
     """One quality scenario's rows (figure and target) and notes."""
-    document = next((d for d in documents if d is not None), None)
     rows = [r for r in (document or {"rows": []})["rows"] if r["scenario"] == scenario]
     if not rows:
         return f"(`{scenario}` did not run: its recorded conversations were absent.)"
@@ -119,14 +117,15 @@ def run_line(documents: Sequence[Document | None]) -> str:
     return "Runs: " + "; ".join(parts) + "."
 
 
-def render(documents: Sequence[Document | None]) -> dict[str, str]:
-    """The text of each marked README block."""
+def render(documents: Sequence[Document | None], quality: Document | None) -> dict[str, str]:
+    """The text of each marked README block: the timing tables from each input's
+    run (``documents``), the quality ones from ``quality``."""
     return {
         "performance": "\n\n".join(
             [run_line(documents), performance_table(documents), "Notes:\n\n" + notes(documents)]
         ),
         "scaling": performance_table(documents, scaling=True),
-        **{name: quality_block(documents, name) for name in QUALITY},
+        **{name: quality_block(quality, name) for name in QUALITY},
     }
 
 
@@ -143,12 +142,15 @@ def replace_between(text: str, name: str, body: str) -> str:
 
 
 def main() -> int:
-    documents = [newest_complete(RESULTS, matches) for _, matches in INPUTS]
+    documents = [newest_run(RESULTS, matches, "timing") for _, matches in INPUTS]
+    quality = next(
+        (q for _, m in INPUTS if (q := newest_run(RESULTS, m, "quality")) is not None), None
+    )
     if not any(documents):
-        print("no complete benchmark run in benchmarks/results: run `make bench`")
+        print("no full benchmark run in benchmarks/results: run `make bench`")
         return 1
     text = README.read_text(encoding="utf-8")
-    for name, body in render(documents).items():
+    for name, body in render(documents, quality).items():
         text = replace_between(text, name, body)
     README.write_text(text, encoding="utf-8")
     names = [name for name, _ in INPUTS]

@@ -1,0 +1,62 @@
+"""The README's benchmark tables are written from results, between markers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.cli import QUALITY
+from benchmarks.readme import INPUTS, render, replace_between
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def row(scenario: str, comparison: str, target: str, ratio: float | None, status: str) -> Any:
+    return {
+        "scenario": scenario,
+        "comparison": comparison,
+        "target": target,
+        "ratio": ratio,
+        "status": status,
+        "notes": [f"a note on {comparison}"],
+    }
+
+
+def document(*rows: Any) -> Any:
+    return {
+        "created": "2026-12-01T12:00:00+00:00",
+        "machine": {"cpus": 2, "python": "3.11.7"},
+        "versions": {"langchain-core": "1", "langchain-openai": "2", "tiktoken": "3"},
+        "options": {"repeats": 7},
+        "rows": list(rows),
+    }
+
+
+def test_every_block_has_one_pair_of_markers_in_the_readme() -> None:
+    text = README.read_text(encoding="utf-8")
+    for name in ("performance", "scaling", *QUALITY):
+        assert replace_between(text, name, "X").count("X") >= 1
+
+
+def test_figures_carry_their_target_and_whether_it_was_met() -> None:
+    generator = document(
+        row("core", "a / b", "<= 5x", 4.98, "met"),
+        row("warm trim, 10 msgs", "c / d", "", 4.09, "—"),
+        row("loop", "warm / cold", "<= 10%", 0.042, "met"),
+        row("long-turns", "usable", ">= 100%", 1.0, "met"),
+    )
+    tau = document(row("core", "a / b", "<= 5x", 5.09, "MISSED"))
+    blocks = render([generator, tau], generator)
+    assert "| core | a / b | ≤ 5x | 4.98x ✓ | 5.09x ✗ |" in blocks["performance"]
+    assert "| loop | warm / cold | ≤ 10% | 4.2% ✓ | — |" in blocks["performance"]
+    assert "long-turns" not in blocks["performance"]
+    assert "| warm trim, 10 msgs | c / d | — | 4.09x | — |" in blocks["scaling"]
+    assert "| usable | 100.0% ✓ | ≥ 100% |" in blocks["long-turns"]
+    assert f"{INPUTS[1][0]}, core: a note on a / b" in blocks["performance"]
+
+
+def test_a_block_without_its_markers_is_an_error() -> None:
+    with pytest.raises(ValueError, match="exactly one <!-- bench:scaling -->"):
+        replace_between("no markers", "scaling", "X")
