@@ -31,8 +31,10 @@ from langchain_turntrim import (
     per_list,
     per_message,
 )
+from langchain_turntrim._core import CONTINUE, PINNED, START, plan_costs
 from langchain_turntrim._counting.keys import message_fields, message_key
 from langchain_turntrim._counting.tools import tool_json
+from langchain_turntrim._messages import message_kinds
 from tests import strategies
 from tests.lc import LENGTH, check_conversation, content_length, message_histories
 from tests.reference import reference_trim
@@ -335,6 +337,42 @@ def test_count_tokens_approximately_function_is_recognised() -> None:
 @given(strategies.messages())
 def test_approximate_counter_equals_langchain_for_every_message(message: BaseMessage) -> None:
     assert ApproximateCounter().count_each([message]) == [count_tokens_approximately([message])]
+
+
+@settings(max_examples=300, deadline=None)
+@given(strategies.message_lists(max_size=12))
+def test_approximate_counter_equals_langchain_message_by_message(
+    messages: list[BaseMessage],
+) -> None:
+    """count_each counts a list in one inlined pass (and plan skips checking its own
+    counts): every message still gets count_tokens_approximately's number."""
+    counter = ApproximateCounter()
+    expected = [count_tokens_approximately([m]) for m in messages]
+    assert counter.count_each(messages) == expected
+    kinds = [(PINNED, START, CONTINUE, CONTINUE)[i % 4] for i in range(len(messages))]
+    for max_tokens in (0, sum(expected) // 2, sum(expected)):
+        plan = counter.plan(messages, kinds, max_tokens, reserved=2)
+        assert plan == plan_costs(kinds, expected, max_tokens, 2)
+
+
+def test_approximate_counter_field_deleted_like_langchain() -> None:
+    """A field missing from the message's ``__dict__`` fails as LangChain's count does."""
+    message = HumanMessage("hi", name="n")
+    del message.__dict__["name"]
+    with pytest.raises(AttributeError):
+        count_tokens_approximately([message])
+    with pytest.raises(AttributeError):
+        ApproximateCounter().count_each([message])
+
+
+def test_approximate_counter_subclass_counts_are_checked() -> None:
+    class Negative(ApproximateCounter):
+        def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+            return [-1] * len(messages)
+
+    history = [HumanMessage("hi", id="h")]
+    with pytest.raises(ValueError, match=r"counted messages\[0\] \(id 'h'\) as -1"):
+        Negative().plan(history, message_kinds(history), 10)
 
 
 @pytest.mark.parametrize("bad", [1.5, "3", None, True])

@@ -58,17 +58,17 @@ class AdditiveCounter:
         overhead = self._overhead() + reserved
         memo = self.memo
         if memo is not None:
-            return memo.plan(messages, kinds, self._checked_each, max_tokens, overhead, trim_to)
+            return memo.plan(messages, kinds, self._costs, max_tokens, overhead, trim_to)
         kinds = message_kinds(messages) if kinds is None else kinds
-        costs = self._checked_each(messages)
+        costs = self._costs(messages)
         return plan_costs(kinds, costs, max_tokens, overhead, trim_to)
 
-    def _checked_each(self, messages: Sequence[BaseMessage]) -> list[int]:
-        return checked_counts(self.count_each(messages), messages, self.source)
-
     def count(self, messages: Sequence[BaseMessage]) -> int:
-        counts = checked_counts(self.count_each(messages), messages, self.source)
-        return self._overhead() + sum(counts)
+        return self._overhead() + sum(self._costs(messages))
+
+    def _costs(self, messages: Sequence[BaseMessage]) -> list[int]:
+        """``count_each(messages)``, checked: what planning and counting add up."""
+        return checked_counts(self.count_each(messages), messages, self.source)
 
     def _overhead(self) -> int:
         """``overhead``, checked where it is used (a property may change its answer)."""
