@@ -37,6 +37,7 @@ SCENARIOS: Final[dict[str, tuple[Scenario, bool]]] = {
     "warm-scaling": (warm.warm_scaling, True),
     "middleware": (middleware.middleware, True),
     "approximate": (scenarios.approximate, False),
+    "approximate-loop": (scenarios.approximate_loop, False),
     "memory": (memory.memory, False),
     "cache": (memory.cache, True),
     "long-turns": (long_turns.long_turns, False),

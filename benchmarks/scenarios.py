@@ -19,7 +19,15 @@ from benchmarks.report import Row, Target, seconds_summary, show_ratio
 from benchmarks.timing import Prepare, Times, interleave, median_ratio
 from langchain_turntrim import TiktokenCounter, TurnTrimmer, trim_history
 
-__all__ = ["BUDGET_FRACTION", "Settings", "agent_loop", "approximate", "cold_exact", "core"]
+__all__ = [
+    "BUDGET_FRACTION",
+    "Settings",
+    "agent_loop",
+    "approximate",
+    "approximate_loop",
+    "cold_exact",
+    "core",
+]
 
 #: Every budget is this fraction of the history's total tokens.
 BUDGET_FRACTION: Final = 0.25
@@ -292,7 +300,7 @@ def agent_loop(settings: Settings) -> list[Row]:
     """Whole loops, each repeat with fresh messages and a fresh trimmer (see the README)."""
     exact = exact_input(settings, settings.size(200, 60))
     base = exact.base
-    steps = [k for k, m in enumerate(base) if k and m["role"] == "assistant"]
+    steps = assistant_steps(base)
     loop = loop_over(steps)
     arms = turntrimmer_arms(exact.trimmer, base, loop)
     plain = trim_messages_with(exact.chat, exact.budget)
@@ -336,14 +344,21 @@ def agent_loop(settings: Settings) -> list[Row]:
     plain_vs_invoke = median_ratio(times["trim_messages"], times["invoke"])
     row.details["ratio_plain_vs_invoke"] = plain_vs_invoke
     row.notes.append(f"plain trim_messages / TurnTrimmer.invoke: {show_ratio(plain_vs_invoke)}")
-    row.notes.append(_dropping_steps(exact, steps))
+    row.notes.append(dropping_steps(exact.trimmer(), base, steps))
     row.details["steps"] = len(steps)
     rows = [row, both, floor, warm_vs_cold(settings, exact)]
     return [exact.annotate(r) for r in rows]
 
 
-def _dropping_steps(exact: ExactInput, steps: Sequence[int]) -> str:
-    trimmer, messages = exact.trimmer(), fresh_messages(exact.base, "plan")
+def assistant_steps(base: Sequence[OpenAIMessage]) -> list[int]:
+    """The agent loop's steps: the index of every assistant message (the history
+    before it is what the model is sent)."""
+    return [k for k, m in enumerate(base) if k and m["role"] == "assistant"]
+
+
+def dropping_steps(trimmer: TurnTrimmer, base: list[OpenAIMessage], steps: Sequence[int]) -> str:
+    """A note: at how many steps ``trimmer`` drops turns (the loop does real trims)."""
+    messages = fresh_messages(base, "plan")
     dropping = sum(trimmer.plan(messages[:k]).dropped_turns > 0 for k in steps)
     return f"turns dropped at {dropping} of {len(steps)} steps"
 
@@ -386,9 +401,14 @@ def approximate(settings: Settings) -> list[Row]:
     return [approximate_at(settings, n) for n in sizes]
 
 
+def approximate_budget(base: list[OpenAIMessage]) -> int:
+    """BUDGET_FRACTION of the history's approximate total."""
+    return int(count_tokens_approximately(fresh_messages(base, "budget")) * BUDGET_FRACTION)
+
+
 def approximate_at(settings: Settings, n: int) -> Row:
     base = settings.source.conversation(n)
-    budget = int(count_tokens_approximately(fresh_messages(base, "budget")) * BUDGET_FRACTION)
+    budget = approximate_budget(base)
     calls = calls_per_sample(n)
     arms = turntrimmer_arms(lambda: TurnTrimmer(max_tokens=budget), base, once, calls=calls)
     arms["trim_messages"] = function_arm(
@@ -405,6 +425,35 @@ def approximate_at(settings: Settings, n: int) -> Row:
     )
     row.details.update(messages=n, budget=budget, calls_per_sample=calls)
     return row
+
+
+def approximate_loop(settings: Settings) -> list[Row]:
+    """``agent_loop`` with approximate counts on both sides: whole loops, each repeat
+    with fresh messages and one fresh trimmer reused across the loop."""
+    base = settings.source.conversation(settings.size(200, 60))
+    budget = approximate_budget(base)
+    steps = assistant_steps(base)
+    loop = loop_over(steps)
+    arms = turntrimmer_arms(lambda: TurnTrimmer(max_tokens=budget), base, loop)
+    plain = trim_messages_with(count_tokens_approximately, budget)
+    arms["trim_messages"] = function_arm(plain, base, loop, calls=1)
+    times = interleave(arms, settings.repeats)
+    target = Target(">=", 50)
+    row = ratio_row(
+        f"approximate loop, {len(steps)} trims up to {len(base)} msgs",
+        "trim_messages(count_tokens_approximately) / TurnTrimmer.trim, whole loop",
+        target,
+        times,
+        "trim_messages",
+        "trim",
+    )
+    plain_vs_invoke = median_ratio(times["trim_messages"], times["invoke"])
+    row.details.update(
+        messages=len(base), budget=budget, steps=len(steps), ratio_plain_vs_invoke=plain_vs_invoke
+    )
+    row.notes.append(f"plain trim_messages / TurnTrimmer.invoke: {target.show(plain_vs_invoke)}")
+    row.notes.append(dropping_steps(TurnTrimmer(max_tokens=budget), base, steps))
+    return [row]
 
 
 # ---------------------------------------------------------------------------
