@@ -418,7 +418,7 @@ def approximate_at(settings: Settings, n: int) -> Row:
     row = ratio_row(
         f"approximate, cold, {n:,} msgs",
         "trim_messages(count_tokens_approximately) / TurnTrimmer",
-        Target(">=", 2),
+        Target(">=", 5),
         times,
         "trim_messages",
         "invoke",
