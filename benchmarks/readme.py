@@ -86,7 +86,7 @@ def notes(documents: Sequence[Document | None]) -> str:
         for row in [] if document is None else document["rows"]:
             if row["scenario"] not in QUALITY:
                 lines += [f"- {name}, {row['scenario']}: {note}" for note in row["notes"]]
-    return "\n".join(lines)
+    return "\n".join(dict.fromkeys(lines))  # rows of one scenario may share a note
 
 
 def quality_block(document: Document | None, scenario: str) -> str:
@@ -96,7 +96,7 @@ def quality_block(document: Document | None, scenario: str) -> str:
         return f"(`{scenario}` did not run: its recorded conversations were absent.)"
     lines = ["| measure | result | target |", "|---|---|---|"]
     lines += [f"| {r['comparison']} | {_figure(r)} | {_target(r['target'])} |" for r in rows]
-    lines += ["", *(f"- {note}" for r in rows for note in r["notes"])]
+    lines += ["", *dict.fromkeys(f"- {note}" for r in rows for note in r["notes"])]
     return "\n".join(lines)
 
 
