@@ -47,27 +47,24 @@ def test_the_sdist_holds_what_the_tests_need(sdist: Path) -> None:
     assert {p.name for p in (sdist / "tests").glob("*.py")} == tests
 
 
-def test_the_tests_run_from_the_sdist(sdist: Path) -> None:
+def _pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``pytest -q`` run in ``folder``, outside this run's own pytest settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "tests/test_readme.py"],
-        cwd=sdist,
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", *args],
+        cwd=folder,
         capture_output=True,
         text=True,
         env=env,
         timeout=300,
         check=False,
     )
+
+
+def test_the_tests_run_from_the_sdist(sdist: Path) -> None:
+    done = _pytest(sdist, "tests/test_readme.py")
     assert done.returncode == 0, done.stdout + done.stderr
-    collected = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:randomly"],
-        cwd=sdist,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+    collected = _pytest(sdist, "--collect-only")
     assert collected.returncode == 0, collected.stdout + collected.stderr
     assert re.search(r"^\d{3,} tests collected", collected.stdout, re.MULTILINE)
 
