@@ -7,10 +7,14 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any, cast
 
-from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForChainRun,
+    CallbackManager,
+    CallbackManagerForChainRun,
+)
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
-from langchain_core.runnables.config import run_in_executor
+from langchain_core.runnables.config import ensure_config, run_in_executor
 from pydantic import ConfigDict
 
 from langchain_turntrim._compaction import DEFAULT_KEEP_TOOL_RESULTS, Compaction, decide
@@ -230,7 +234,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         return kept
 
     async def _atrim_in_run(
-        self, value: TrimInput, run_manager: AsyncCallbackManagerForChainRun
+        self, value: TrimInput, run_manager: AsyncCallbackManagerForChainRun | None = None
     ) -> list[BaseMessage]:
         items = to_messages(value)
         if self.token_counter.blocking:
@@ -248,7 +252,15 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         config: RunnableConfig | None = None,
         **kwargs: Any,
     ) -> list[BaseMessage]:
-        return self._call_with_config(self._trim_in_run, input, config, **kwargs)
+        """Trim ``input`` as a run of its own, which callbacks and tracers see.
+
+        When no callback handler would see the run (none passed or inherited,
+        no tracing), the trim runs without LangChain's run machinery, which
+        would cost several times a warm trim: the result is the same.
+        """
+        if kwargs or _observed(config):
+            return self._call_with_config(self._trim_in_run, input, config, **kwargs)
+        return self._trim_in_run(input)
 
     async def ainvoke(
         self,
@@ -256,7 +268,19 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         config: RunnableConfig | None = None,
         **kwargs: Any,
     ) -> list[BaseMessage]:
-        return await self._acall_with_config(self._atrim_in_run, input, config, **kwargs)
+        """``invoke`` for async code (a counter that may block runs in an executor)."""
+        if kwargs or _observed(config):
+            return await self._acall_with_config(self._atrim_in_run, input, config, **kwargs)
+        return await self._atrim_in_run(input)
+
+
+def _observed(config: RunnableConfig | None) -> bool:
+    """Whether a callback handler would see a run made with ``config``: the
+    handlers LangChain configures for it (passed, inherited from the enclosing
+    run, tracing, hooks such as ``collect_runs``), as ``invoke``'s run would
+    get them. Tags and metadata choose no handler."""
+    callbacks = ensure_config(config).get("callbacks")
+    return bool(CallbackManager.configure(inheritable_callbacks=callbacks).handlers)
 
 
 #: The fields checked at construction, which therefore never change.

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
@@ -22,7 +23,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
-from langchain_core.runnables import ConfigurableField
+from langchain_core.runnables import ConfigurableField, RunnableLambda
 from langchain_core.runnables.configurable import RunnableConfigurableFields
 from langchain_core.tracers.context import collect_runs
 from pydantic import SecretStr
@@ -40,7 +41,7 @@ from langchain_turntrim import (
 from langchain_turntrim._core import PINNED, START
 from langchain_turntrim._messages import CHAT_ROLE_KINDS, message_kinds
 from tests import strategies
-from tests.helpers import snapshot
+from tests.helpers import arun, snapshot
 from tests.lc import CALLS, LENGTH, message_histories
 from tests.reference import reference_trim
 
@@ -279,6 +280,65 @@ def test_name_and_schemas() -> None:
     input_schema = trimmer.get_input_jsonschema()
     assert "anyOf" in input_schema
     assert trimmer.OutputType == list[BaseMessage]
+
+
+class Starts(BaseCallbackHandler):
+    """The name of every chain run that starts."""
+
+    def __init__(self) -> None:
+        self.names: list[str | None] = []
+
+    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+        self.names.append(kwargs.get("name"))
+
+
+def _invoke(trimmer: TurnTrimmer, history: Any, config: Any, mode: str) -> Any:
+    """``invoke`` or ``ainvoke`` with ``config``; ``"nested"``: from inside a
+    RunnableLambda run with ``config``, which the trimmer's run inherits."""
+    if mode == "sync":
+        return trimmer.invoke(history, config)
+    if mode == "async":
+        return arun(trimmer.ainvoke(history, config))
+
+    # Called without a config: the trimmer's run finds the enclosing one on its own.
+    def inner(x: Any) -> Any:
+        return trimmer.invoke(x)
+
+    async def ainner(x: Any) -> Any:
+        return await trimmer.ainvoke(x)
+
+    outer = RunnableLambda(inner, afunc=ainner, name="outer")
+    if mode == "nested":
+        return outer.invoke(history, config)
+    return arun(outer.ainvoke(history, config))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async", "nested", "nested-async"])
+def test_every_watching_handler_sees_the_trimmer_run(mode: str) -> None:
+    trimmer = TurnTrimmer(max_tokens=100, token_counter=LENGTH)
+    starts = Starts()
+    kept = _invoke(trimmer, HISTORY, {"callbacks": [starts]}, mode)
+    assert ids(kept) == ["s0", "u2", "a2"]
+    assert starts.names[-1] == "TurnTrimmer"
+    with collect_runs() as runs:
+        assert _invoke(trimmer, HISTORY, None, mode) == kept
+    assert runs.traced_runs[0].name == ("TurnTrimmer" if mode in ("sync", "async") else "outer")
+    assert "TurnTrimmer" in [r.name for r in [*runs.traced_runs, *runs.traced_runs[0].child_runs]]
+
+
+def test_a_call_no_handler_watches_runs_without_the_run_machinery(
+    call: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unexpected(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a run was made that nobody watches")
+
+    monkeypatch.setattr(TurnTrimmer, "_call_with_config", unexpected)
+    monkeypatch.setattr(TurnTrimmer, "_acall_with_config", unexpected)
+    trimmer = TurnTrimmer(max_tokens=100, token_counter=LENGTH)
+    assert ids(call(trimmer, HISTORY)) == ["s0", "u2", "a2"]
+    config: Any = {"tags": ["t"], "metadata": {"k": 1}, "run_name": "r", "callbacks": []}
+    assert ids(trimmer.invoke(HISTORY, config)) == ["s0", "u2", "a2"]
+    assert ids(arun(trimmer.ainvoke(HISTORY, config))) == ["s0", "u2", "a2"]
 
 
 # --- overflow -----------------------------------------------------------------------------
