@@ -34,6 +34,7 @@ from langchain_core.callbacks import (
     BaseCallbackManager,
     CallbackManager,
     CallbackManagerForChainRun,
+    Callbacks,
     adispatch_custom_event,
     dispatch_custom_event,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "METADATA_KEY",
     "SUMMARY_KEYS",
     "areport_trim",
+    "observed",
     "report_trim",
     "trim_summary",
 ]
@@ -138,6 +140,14 @@ def _attach(
             extra["metadata"] = merged
 
 
+def observed(callbacks: Callbacks) -> bool:
+    """Whether a callback handler would see a run made with a config's
+    ``callbacks``: the handlers LangChain configures for them (passed,
+    inherited from the enclosing run, tracing, hooks such as ``collect_runs``).
+    Tags and metadata choose no handler, so they are not looked at."""
+    return bool(CallbackManager.configure(inheritable_callbacks=callbacks).handlers)
+
+
 def _prepare(
     plan: TrimPlan,
     run_manager: CallbackManagerForChainRun | AsyncCallbackManagerForChainRun | None,
@@ -164,9 +174,7 @@ def _prepare(
     own = current.get("callbacks")
     if not isinstance(own, BaseCallbackManager) or own.parent_run_id is None:
         return summary, None, None  # not inside a LangChain run (the fast, common case)
-    # Who would receive the event: the handlers LangChain configures for this
-    # config (tags and metadata, which ensure_config merges in, choose none).
-    if not get_callback_manager_for_config(current).handlers:
+    if not observed(own):
         # No handler: no tracer to attach to, and on_custom_event would return at once.
         return summary, None, None
     config = ensure_config()

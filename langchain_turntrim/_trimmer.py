@@ -7,11 +7,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any, cast
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForChainRun,
-    CallbackManager,
-    CallbackManagerForChainRun,
-)
+from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from langchain_core.runnables.config import ensure_config, run_in_executor
@@ -31,7 +27,7 @@ from langchain_turntrim._errors import check_overflow
 from langchain_turntrim._messages import TrimInput, to_messages
 from langchain_turntrim._options import ON_OVERFLOW, OnOverflow, check_choice
 from langchain_turntrim._report import TrimReport, trace_extra
-from langchain_turntrim._tracing import areport_trim, report_trim
+from langchain_turntrim._tracing import areport_trim, observed, report_trim
 
 __all__ = ["TurnTrimmer", "default_reserve", "model_budget", "model_counter"]
 
@@ -258,7 +254,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         no tracing), the trim runs without LangChain's run machinery, which
         would cost several times a warm trim: the result is the same.
         """
-        if kwargs or _observed(config):
+        if kwargs or observed(ensure_config(config).get("callbacks")):
             return self._call_with_config(self._trim_in_run, input, config, **kwargs)
         return self._trim_in_run(input)
 
@@ -269,18 +265,9 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         **kwargs: Any,
     ) -> list[BaseMessage]:
         """``invoke`` for async code (a counter that may block runs in an executor)."""
-        if kwargs or _observed(config):
+        if kwargs or observed(ensure_config(config).get("callbacks")):
             return await self._acall_with_config(self._atrim_in_run, input, config, **kwargs)
         return await self._atrim_in_run(input)
-
-
-def _observed(config: RunnableConfig | None) -> bool:
-    """Whether a callback handler would see a run made with ``config``: the
-    handlers LangChain configures for it (passed, inherited from the enclosing
-    run, tracing, hooks such as ``collect_runs``), as ``invoke``'s run would
-    get them. Tags and metadata choose no handler."""
-    callbacks = ensure_config(config).get("callbacks")
-    return bool(CallbackManager.configure(inheritable_callbacks=callbacks).handlers)
 
 
 #: The fields checked at construction, which therefore never change.
