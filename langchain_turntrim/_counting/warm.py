@@ -23,9 +23,8 @@ from __future__ import annotations
 import operator
 import threading
 from collections.abc import Callable, Sequence
-from itertools import chain
-from operator import itemgetter
-from typing import Any, Final, cast
+from itertools import chain, compress, repeat
+from typing import Any, Final
 
 from langchain_core.messages import BaseMessage
 
@@ -41,21 +40,19 @@ HISTORIES: Final = 8
 #: Per-message counts of a list of messages, validated (one int >= 0 each).
 Count = Callable[[Sequence[BaseMessage]], list[int]]
 Getter = Callable[[dict[str, Any]], tuple[Any, ...]]
-#: ``_APPLY(getter, d)`` is ``getter(d)``, called from C by ``map`` (no Python frame).
-_APPLY: Final = cast("Callable[[Getter, dict[str, Any]], tuple[Any, ...]]", itemgetter.__call__)
 
 
 class _Entry:
     """One remembered history. An entry is used by one call at a time: a call
     takes it out of the memo, extends it in place and puts it back."""
 
-    __slots__ = ("fields", "getters", "grouping", "kinds", "messages")
+    __slots__ = ("classes", "grouping", "kinds", "messages")
 
     def __init__(self) -> None:
         self.messages: list[BaseMessage] = []
-        self.getters: list[Getter] = []
-        #: Every message's counted fields, one after the other (the getters say how many).
-        self.fields: list[Any] = []
+        #: For each fields getter (one per message class): its messages, and
+        #: their counted fields one after the other.
+        self.classes: dict[Getter, tuple[list[BaseMessage], list[Any]]] = {}
         self.kinds: list[int] = []
         self.grouping = Grouping()
 
@@ -67,10 +64,13 @@ class _Entry:
             return False
         if kinds is not None and self.kinds != kinds[: len(known)]:
             return False
-        # The same objects, hence the same classes and getters: the current
-        # fields line up with the remembered ones. All of it runs in C.
-        current = chain.from_iterable(map(_APPLY, self.getters, map(vars, known)))
-        return all(map(is_, current, self.fields))
+        # The same objects, hence the same classes and getters: each class's
+        # current fields line up with the remembered ones, read in C.
+        fields_of = chain.from_iterable
+        return all(
+            all(map(is_, fields_of(map(getter, map(vars, group))), fields))
+            for getter, (group, fields) in self.classes.items()
+        )
 
     def extend(
         self, messages: Sequence[BaseMessage], kinds: list[int] | None, count: Count
@@ -85,14 +85,19 @@ class _Entry:
         if not messages:
             return
         getters = list(map(fields_getter, messages))
-        fields = list(chain.from_iterable(map(_APPLY, getters, map(vars, messages))))
+        read = []
+        for getter in dict.fromkeys(getters):
+            group = list(compress(messages, map(operator.is_, getters, repeat(getter))))
+            read.append((getter, group, list(chain.from_iterable(map(getter, map(vars, group))))))
         if kinds is None:
             kinds = message_kinds(messages)
         costs = count(messages)
         self.grouping.extend(kinds, costs)
         self.messages.extend(messages)
-        self.getters.extend(getters)
-        self.fields.extend(fields)
+        for getter, group, fields in read:
+            known, known_fields = self.classes.setdefault(getter, ([], []))
+            known.extend(group)
+            known_fields.extend(fields)
         self.kinds.extend(kinds)
 
 
