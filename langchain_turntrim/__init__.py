@@ -15,22 +15,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from langchain_turntrim._core import TrimPlan, plan_trim, trim_history
-from langchain_turntrim._counting import (
-    DEFAULT_CACHE_SIZE,
-    ApproximateCounter,
-    CachedCounter,
-    CalibratedCounter,
-    ResolvedCounter,
-    TokenCounter,
-    WholeListCounter,
-    per_list,
-    per_message,
-    resolve_counter,
-)
-from langchain_turntrim._messages import TrimInput
 from langchain_turntrim._options import Mode, OnOverflow
 
 if TYPE_CHECKING:
+    from langchain_turntrim._counting import DEFAULT_CACHE_SIZE as DEFAULT_CACHE_SIZE
+    from langchain_turntrim._counting import ApproximateCounter as ApproximateCounter
+    from langchain_turntrim._counting import CachedCounter as CachedCounter
+    from langchain_turntrim._counting import CalibratedCounter as CalibratedCounter
+    from langchain_turntrim._counting import ResolvedCounter as ResolvedCounter
+    from langchain_turntrim._counting import TokenCounter as TokenCounter
+    from langchain_turntrim._counting import WholeListCounter as WholeListCounter
+    from langchain_turntrim._counting import per_list as per_list
+    from langchain_turntrim._counting import per_message as per_message
+    from langchain_turntrim._counting import resolve_counter as resolve_counter
     from langchain_turntrim._counting.callback import (
         CalibrationCallback as CalibrationCallback,
     )
@@ -42,6 +39,7 @@ if TYPE_CHECKING:
     from langchain_turntrim._errors import TurnTrimOverflowError as TurnTrimOverflowError
     from langchain_turntrim._langgraph import removals as removals
     from langchain_turntrim._langgraph import trim_update as trim_update
+    from langchain_turntrim._messages import TrimInput as TrimInput
     from langchain_turntrim._middleware import TurnTrimMiddleware as TurnTrimMiddleware
     from langchain_turntrim._middleware import TurnTrimStateMiddleware as TurnTrimStateMiddleware
     from langchain_turntrim._report import TrimReport as TrimReport
@@ -78,11 +76,23 @@ __all__ = [
     "trim_update",
 ]
 
-# Names imported on first use: the Runnable machinery (LangChain's tracers and
-# LangSmith's run trees) and tiktoken are slow to import, and the middleware
-# needs an optional extra. The middleware's names are not in __all__, so that
-# `from langchain_turntrim import *` works without the extra.
+# Names imported on first use: LangChain's messages, its Runnable machinery
+# (tracers, LangSmith's run trees) and tiktoken are slow to import (the
+# `turntrim` command trims a plain transcript with none but tiktoken), and the
+# middleware needs an optional extra. The middleware's names are not in
+# __all__, so that `from langchain_turntrim import *` works without the extra.
 _LAZY = {
+    "DEFAULT_CACHE_SIZE": "langchain_turntrim._counting",
+    "ApproximateCounter": "langchain_turntrim._counting",
+    "CachedCounter": "langchain_turntrim._counting",
+    "CalibratedCounter": "langchain_turntrim._counting",
+    "ResolvedCounter": "langchain_turntrim._counting",
+    "TokenCounter": "langchain_turntrim._counting",
+    "WholeListCounter": "langchain_turntrim._counting",
+    "per_list": "langchain_turntrim._counting",
+    "per_message": "langchain_turntrim._counting",
+    "resolve_counter": "langchain_turntrim._counting",
+    "TrimInput": "langchain_turntrim._messages",
     "CalibrationCallback": "langchain_turntrim._counting.callback",
     "TrimReport": "langchain_turntrim._report",
     "TurnTrimOverflowError": "langchain_turntrim._errors",

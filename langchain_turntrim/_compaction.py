@@ -39,12 +39,10 @@ from langchain_turntrim._core import ANCHOR, PINNED, TrimPlan
 from langchain_turntrim._counting import ResolvedCounter
 from langchain_turntrim._errors import TurnTrimOverflowError, check_overflow
 from langchain_turntrim._messages import message_kinds
-from langchain_turntrim._options import OnOverflow
+from langchain_turntrim._options import DEFAULT_KEEP_TOOL_RESULTS, OnOverflow
 
 __all__ = ["DEFAULT_KEEP_TOOL_RESULTS", "Compaction", "compact", "decide", "needs_compaction"]
 
-#: Tool results of the newest turn that ``"compact"`` leaves intact by default.
-DEFAULT_KEEP_TOOL_RESULTS: Final = 3
 #: Exact recounts of the compacted list before giving up (whole-list counters
 #: only estimate per message; additive counters need one).
 _ATTEMPTS: Final = 4
@@ -141,7 +139,7 @@ def decide(
     not even the newest turn fits, the overflow rule (``"compact"`` compacts
     it, ``"raise"`` raises, ``"drop"`` keeps the plan)."""
     plan = counter.plan(messages, kinds, max_tokens, reserved=reserved, trim_to=trim_to)
-    if on_overflow == "compact" and (needs_compaction(plan) or not plan.budget_met):
+    if on_overflow == "compact" and plan.overflowed:
         kinds = message_kinds(messages) if kinds is None else kinds
         compaction = compact(
             messages, kinds, plan, counter, keep_tool_results=keep_tool_results, reserved=reserved

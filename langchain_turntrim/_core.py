@@ -26,6 +26,7 @@ from langchain_turntrim._safe_repr import safe_repr
 
 __all__ = [
     "ANCHOR",
+    "CHAT_ROLE_KINDS",
     "CONTINUE",
     "PINNED",
     "ROLE_KINDS",
@@ -55,6 +56,12 @@ ROLE_KINDS: Final[Mapping[str, int]] = {
     "function": CONTINUE,
 }
 _ACCEPTED_ROLES: Final = ", ".join(repr(role) for role in ROLE_KINDS)
+_ALIASES: Final = {"user": ("human",), "assistant": ("ai",)}
+#: How a ``ChatMessage`` (or an OpenAI-style dict) is treated, by its ``role``:
+#: the core's roles, each followed by LangChain's spelling of it (``human``, ``ai``).
+CHAT_ROLE_KINDS: Final[Mapping[str, int]] = {
+    name: kind for role, kind in ROLE_KINDS.items() for name in (role, *_ALIASES.get(role, ()))
+}
 
 
 def check_count(value: object, name: str = "max_tokens") -> int:

@@ -35,7 +35,7 @@ class TurnTrimOverflowError(ContextOverflowError):
 
 def check_overflow(plan: TrimPlan, on_overflow: OnOverflow) -> None:
     """Under ``on_overflow="raise"``, raise when not even the newest turn fits."""
-    if on_overflow == "raise" and (not plan.budget_met or (plan.turns and not plan.kept_turns)):
+    if on_overflow == "raise" and plan.overflowed:
         raise TurnTrimOverflowError(
             plan.max_tokens, plan.system_tokens + plan.overhead_tokens, plan.newest_turn_tokens
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from itertools import compress
 from typing import Any, Final
 
@@ -20,7 +20,14 @@ from langchain_core.messages import (
 )
 from langchain_core.prompt_values import PromptValue
 
-from langchain_turntrim._core import ANCHOR, CONTINUE, PINNED, ROLE_KINDS, START, describe
+from langchain_turntrim._core import (
+    ANCHOR,
+    CHAT_ROLE_KINDS,
+    CONTINUE,
+    PINNED,
+    START,
+    describe,
+)
 from langchain_turntrim._safe_repr import safe_repr
 
 __all__ = [
@@ -40,12 +47,6 @@ SUMMARY_SOURCE: Final = "summarization"
 #: What every entry point accepts as a history.
 TrimInput = PromptValue | Sequence[MessageLikeRepresentation]
 
-_ALIASES: Final = {"user": ("human",), "assistant": ("ai",)}
-#: How a ``ChatMessage`` (or an OpenAI-style dict) is treated, by its ``role``:
-#: the core's roles, each followed by LangChain's spelling of it (``human``, ``ai``).
-CHAT_ROLE_KINDS: Final[Mapping[str, int]] = {
-    name: kind for role, kind in ROLE_KINDS.items() for name in (role, *_ALIASES.get(role, ()))
-}
 _CHAT_ROLES: Final = ", ".join(repr(role) for role in CHAT_ROLE_KINDS)
 
 # Subclasses (chunks included) are found by isinstance once, then by type.

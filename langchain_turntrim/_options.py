@@ -6,7 +6,14 @@ from typing import Final, Literal, get_args
 
 from langchain_turntrim._safe_repr import safe_repr
 
-__all__ = ["MODES", "ON_OVERFLOW", "Mode", "OnOverflow", "check_choice"]
+__all__ = [
+    "DEFAULT_KEEP_TOOL_RESULTS",
+    "MODES",
+    "ON_OVERFLOW",
+    "Mode",
+    "OnOverflow",
+    "check_choice",
+]
 
 #: What to do when not even the newest turn fits beside the pinned messages:
 #: keep only the pinned messages, raise ``TurnTrimOverflowError``, or compact
@@ -17,6 +24,8 @@ Mode = Literal["request", "state"]
 
 ON_OVERFLOW: Final[tuple[str, ...]] = get_args(OnOverflow)
 MODES: Final[tuple[str, ...]] = get_args(Mode)
+#: Tool results of the newest turn that ``"compact"`` leaves intact by default.
+DEFAULT_KEEP_TOOL_RESULTS: Final = 3
 
 
 def check_choice(value: object, name: str, choices: tuple[str, ...]) -> None:

@@ -67,6 +67,12 @@ class TrimPlan:
         return self.tokens_after <= self.max_tokens
 
     @property
+    def overflowed(self) -> bool:
+        """The pinned messages alone exceed the budget, or not even the newest
+        turn fits beside them: where ``on_overflow`` decides what happens."""
+        return not self.budget_met or (self.turns > 0 and self.dropped_turns == self.turns)
+
+    @property
     def kept_turns(self) -> int:
         return self.turns - self.dropped_turns
 

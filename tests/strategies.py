@@ -10,6 +10,7 @@ always strings. Flags widen that where a test wants the awkward cases.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
@@ -493,4 +494,93 @@ def reassignments() -> st.SearchStrategy[tuple[str, Any]]:
         st.tuples(st.just("tool_calls"), st.lists(tool_calls(), max_size=2)),
         st.tuples(st.just("tool_call_id"), st.text(max_size=5)),
         st.tuples(st.just("role"), st.sampled_from(["user", "assistant", "robot"])),
+    )
+
+
+# --- OpenAI message dicts, as the turntrim command reads them --------------------------
+
+
+def _openai_call(call_id: str, name: str, args: dict[str, Any], ascii_: bool) -> dict[str, Any]:
+    arguments = json.dumps(args, ensure_ascii=ascii_)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+#: OpenAI's tool call ids (``call_...``).
+_CALL_IDS = st.text("abcXYZ0189", min_size=1, max_size=12).map("call_".__add__)
+
+
+def _openai_calls() -> st.SearchStrategy[list[dict[str, Any]]]:
+    call = st.builds(
+        _openai_call,
+        _CALL_IDS,
+        texts(max_size=12),
+        st.dictionaries(texts(max_size=10), json_values(), max_size=4),
+        st.booleans(),
+    )
+    return st.lists(call, max_size=3)
+
+
+@st.composite
+def plain_openai_messages(draw: st.DrawFn) -> dict[str, Any]:
+    """OpenAI message dicts that ``PlainCounter`` counts (see its module)."""
+    role = draw(st.sampled_from(["system", "developer", "user", "assistant", "tool"]))
+    message: dict[str, Any] = {"role": role}
+    calls = draw(_openai_calls()) if role == "assistant" and draw(st.booleans()) else None
+    content = draw(st.one_of(texts(special_tokens=True), st.just(""), st.none()))
+    if not (calls and draw(st.booleans())):  # OpenAI may omit content beside tool calls
+        message["content"] = content
+    if calls is not None:
+        message["tool_calls"] = calls
+    if role == "tool":
+        message["tool_call_id"] = draw(_CALL_IDS)
+    name = draw(names())
+    if name is not None or draw(st.booleans()):
+        message["name"] = name
+    if draw(st.booleans()):
+        message["id"] = draw(st.one_of(st.none(), st.integers(0, 999).map("m{}".format)))
+    return message
+
+
+def _with_arguments(message: dict[str, Any], arguments: str) -> dict[str, Any]:
+    call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": arguments}}
+    return {**message, "role": "assistant", "tool_calls": [call]}
+
+
+#: Changes that make a plain message one that LangChain must convert (or reject).
+_UNPLAIN: tuple[Callable[[dict[str, Any]], Any], ...] = (
+    lambda m: {**m, "content": [{"type": "text", "text": "x"}]},
+    lambda m: {**m, "content": 5},
+    lambda m: {**m, "name": 7},
+    lambda m: {**m, "id": 3},
+    lambda m: {**m, "refusal": None},
+    lambda m: {**m, "function_call": {"name": "f", "arguments": "{}"}},
+    lambda m: {**m, "role": "function", "name": "f"},
+    lambda m: {**m, "role": "human"},
+    lambda m: {**m, "role": "tool", "tool_call_id": None},
+    lambda m: {k: v for k, v in m.items() if k != "content"},
+    lambda m: {**m, "role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f"}}]},
+    lambda m: {
+        **m,
+        "role": "assistant",
+        "tool_calls": [{**_openai_call("c", "f", {}, True), "x": 1}],
+    },
+    lambda m: {**m, "role": "assistant", "tool_calls": _openai_call("c", "f", {}, True)},
+    lambda m: {**m, "role": "user", "tool_calls": []},
+)
+#: Tool-call arguments LangChain rejects, or parses into something other than an object.
+_BAD_ARGUMENTS = ("[1]", "{", '{"a": "\x01"}', "null", "", "7", '"s"')
+
+
+@st.composite
+def openai_messages(draw: st.DrawFn) -> Any:
+    """Plain OpenAI message dicts, and some that are not plain (or not messages)."""
+    message = draw(plain_openai_messages())
+    if draw(st.integers(0, 3)):
+        return message
+    return draw(
+        st.one_of(
+            st.sampled_from(_UNPLAIN).map(lambda change: change(message)),
+            st.sampled_from(_BAD_ARGUMENTS).map(lambda a: _with_arguments(message, a)),
+            st.sampled_from(["text", None, [], 3]),
+        )
     )

@@ -15,8 +15,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from importlib import resources
-from typing import Final, NoReturn
+from typing import TYPE_CHECKING, Final, NoReturn
 
 from langchain_turntrim import __version__
 from langchain_turntrim._cli.planning import (
@@ -24,6 +23,8 @@ from langchain_turntrim._cli.planning import (
     Overflow,
     choose_counter,
     overflow_options,
+    plain_counter,
+    plan_plain,
     plan_transcript,
 )
 from langchain_turntrim._cli.terminal import neutral
@@ -35,11 +36,11 @@ from langchain_turntrim._cli.transcript import (
     read_transcript,
     write,
 )
-from langchain_turntrim._compaction import DEFAULT_KEEP_TOOL_RESULTS, Compaction
 from langchain_turntrim._core import TrimPlan
-from langchain_turntrim._counting import ApproximateCounter
-from langchain_turntrim._errors import TurnTrimOverflowError
-from langchain_turntrim._options import ON_OVERFLOW
+from langchain_turntrim._options import DEFAULT_KEEP_TOOL_RESULTS, ON_OVERFLOW
+
+if TYPE_CHECKING:
+    from langchain_turntrim._compaction import Compaction
 
 __all__ = ["main"]
 
@@ -186,7 +187,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:  # e.g. `turntrim trim big.json ... | head`: not an error
         _silence_stdout()
         return 1
-    except (TypeError, ValueError, OSError, TurnTrimOverflowError) as error:
+    except (TypeError, ValueError, OSError) as error:
         # json.JSONDecodeError is a ValueError
         return _fail(str(error))
 
@@ -223,11 +224,15 @@ def _silence_stdout() -> None:
 
 def _run_trim(args: argparse.Namespace) -> int:
     max_tokens = _check_budget(args.max_tokens)
-    choice = choose_counter(args.counter)
+    # A plain transcript counted with tiktoken is planned without LangChain.
+    plain = plain_counter(args.counter)
+    choice = choose_counter(args.counter) if plain is None else None
     transcript = read_transcript(args.file)
-    planned = plan_transcript(
-        transcript, choice, max_tokens, overflow_options(args), with_costs=False
-    )
+    overflow = overflow_options(args)
+    planned = plan_plain(transcript, plain, max_tokens, overflow) if plain else None
+    if planned is None:
+        choice = choice or choose_counter(args.counter)
+        planned = plan_transcript(transcript, choice, max_tokens, overflow, with_costs=False)
     write(dump(transcript, *planned.kept()))
     if planned.compaction is None:
         _warn_if_only_systems(planned.plan)
@@ -265,13 +270,15 @@ def _run_demo(args: argparse.Namespace) -> int:
 
     max_tokens = _check_budget(args.max_tokens)
     transcript = parse(_sample_text(), SAMPLE)
-    choice = CounterChoice("approximate", ApproximateCounter())
+    choice = choose_counter("approximate")
     plan = _show_report(transcript, choice, max_tokens, Overflow("drop"))
     render_messages(plan.select(transcript.messages), plan.size, sys.stdout)
     return 0
 
 
 def _sample_text() -> str:
+    from importlib import resources  # noqa: PLC0415 - only the demo reads it
+
     return resources.files("langchain_turntrim._cli").joinpath(SAMPLE).read_text(encoding="utf-8")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from langchain_turntrim._messages import CHAT_ROLE_KINDS
+from langchain_turntrim._core import CHAT_ROLE_KINDS
 
 __all__ = ["json_type", "problem"]
 

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_turntrim._cli.transcript import InputError, Transcript, to_messages
-from langchain_turntrim._compaction import DEFAULT_KEEP_TOOL_RESULTS, Compaction, decide
-from langchain_turntrim._core import ROLE_KINDS, TrimPlan, plan_trim
-from langchain_turntrim._counting import ApproximateCounter, TokenCounter, resolve_counter
-from langchain_turntrim._counting.resolve import tiktoken_shortcut
-from langchain_turntrim._errors import check_overflow
-from langchain_turntrim._messages import message_kinds
-from langchain_turntrim._options import OnOverflow
+from langchain_turntrim._cli.transcript import InputError, Transcript
+from langchain_turntrim._core import ROLE_KINDS, TrimPlan, plan_costs, plan_trim
+from langchain_turntrim._counting.openai_chat import REPLY_PRIMING, PlainCounter
+from langchain_turntrim._options import DEFAULT_KEEP_TOOL_RESULTS, OnOverflow
+
+if TYPE_CHECKING:
+    from langchain_turntrim._compaction import Compaction
+    from langchain_turntrim._counting import TokenCounter
 
 __all__ = [
     "CounterChoice",
@@ -21,6 +23,8 @@ __all__ = [
     "Planned",
     "choose_counter",
     "overflow_options",
+    "plain_counter",
+    "plan_plain",
     "plan_transcript",
 ]
 
@@ -82,6 +86,9 @@ class Planned:
 def choose_counter(spec: str) -> CounterChoice:
     """``approximate``, ``field``, ``tiktoken:ENCODING`` or ``tiktoken:MODEL``
     (the library's ``token_counter`` shortcuts, plus ``field``)."""
+    from langchain_turntrim._counting import ApproximateCounter  # noqa: PLC0415 (LangChain)
+    from langchain_turntrim._counting.resolve import tiktoken_shortcut  # noqa: PLC0415
+
     if spec == "approximate":
         return CounterChoice(spec, ApproximateCounter())
     if spec == "field":
@@ -110,13 +117,21 @@ def plan_transcript(
     with_costs: bool,
 ) -> Planned:
     """Plan the trim; with ``with_costs``, also each message's turn kind and cost."""
+    # Imported here: LangChain's messages, which a plain transcript never needs.
+    from langchain_turntrim._cli.conversion import to_messages  # noqa: PLC0415
+    from langchain_turntrim._compaction import decide  # noqa: PLC0415
+    from langchain_turntrim._counting import resolve_counter  # noqa: PLC0415
+    from langchain_turntrim._errors import check_overflow  # noqa: PLC0415
+    from langchain_turntrim._messages import message_kinds  # noqa: PLC0415
+
     records = transcript.messages
     if choice.counter is None:
         if overflow.on_overflow == "compact":
             msg = "--on-overflow compact needs message content; --token-counter field has none"
             raise InputError(msg)
         plan = plan_trim(records, max_tokens, trim_to=overflow.trim_to)  # validates records
-        check_overflow(plan, overflow.on_overflow)
+        with _overflow_as_input_error():
+            check_overflow(plan, overflow.on_overflow)
         if not with_costs:
             return Planned(plan, [], [])
         return Planned(
@@ -130,16 +145,57 @@ def plan_transcript(
     tools = (transcript.envelope or {}).get("tools") or []
     tool_tokens = counter.count_tools(tools)
     kinds = message_kinds(messages)
-    plan, compaction = decide(
-        messages,
-        kinds,
-        counter,
-        max_tokens,
-        on_overflow=overflow.on_overflow,
-        keep_tool_results=overflow.keep_tool_results,
-        trim_to=overflow.trim_to,
-        reserved=tool_tokens,
-    )
+    with _overflow_as_input_error():
+        plan, compaction = decide(
+            messages,
+            kinds,
+            counter,
+            max_tokens,
+            on_overflow=overflow.on_overflow,
+            keep_tool_results=overflow.keep_tool_results,
+            trim_to=overflow.trim_to,
+            reserved=tool_tokens,
+        )
     if not with_costs:
         return Planned(plan, [], [], compaction, len(tools), tool_tokens)
     return Planned(plan, kinds, counter.count_each(messages), compaction, len(tools), tool_tokens)
+
+
+@contextmanager
+def _overflow_as_input_error() -> Iterator[None]:
+    """``TurnTrimOverflowError`` (not even the newest turn fits under ``raise``,
+    or its skeleton under ``compact``) as an ``InputError`` with its message,
+    so that the command need not import LangChain to catch it."""
+    from langchain_turntrim._errors import TurnTrimOverflowError  # noqa: PLC0415
+
+    try:
+        yield
+    except TurnTrimOverflowError as error:
+        raise InputError(str(error)) from error
+
+
+def plain_counter(spec: str) -> PlainCounter | None:
+    """The counter of ``tiktoken:NAME`` for plain transcripts (see ``plan_plain``),
+    or ``None`` for any other ``spec`` and where ``choose_counter`` would fail."""
+    if not spec.startswith("tiktoken:"):
+        return None
+    return PlainCounter.of(spec.partition(":")[2])
+
+
+def plan_plain(
+    transcript: Transcript, counter: PlainCounter, max_tokens: int, overflow: Overflow
+) -> Planned | None:
+    """``plan_transcript``'s plan of a plain transcript (``PlainCounter``'s
+    messages, no tools) when it fits without ``on_overflow`` acting, from
+    counts made without LangChain; ``None`` otherwise (then plan it in full)."""
+    if (transcript.envelope or {}).get("tools"):
+        return None
+    records = transcript.messages
+    costs = counter.count(records)
+    if costs is None:
+        return None
+    kinds = [ROLE_KINDS[r["role"]] for r in records]
+    plan = plan_costs(kinds, costs, max_tokens, REPLY_PRIMING, overflow.trim_to)
+    if plan.overflowed and overflow.on_overflow != "drop":
+        return None
+    return Planned(plan, kinds, costs)

@@ -15,7 +15,6 @@ import hashlib
 import os
 import tempfile
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any, Final
@@ -59,8 +58,12 @@ _FILES: Final = {
 }
 _CHUNK: Final = 1 << 16
 
-#: How a URL is opened (a test replaces it).
-_open_url: Any = urllib.request.urlopen
+
+def _open_url(url: str, timeout: float) -> Any:
+    """Open ``url`` (a test replaces this); urllib is imported only to download."""
+    import urllib.request  # noqa: PLC0415 - slow to import, and rarely needed
+
+    return urllib.request.urlopen(url, timeout=timeout)  # noqa: S310 - tiktoken's https URLs
 
 
 class EncodingUnavailableError(ValueError):

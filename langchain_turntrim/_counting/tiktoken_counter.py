@@ -29,6 +29,13 @@ from langchain_core.messages import (
 from langchain_turntrim._counting.additive import AdditiveCounter
 from langchain_turntrim._counting.encodings import EncodingUnavailableError, load_encoding
 from langchain_turntrim._counting.keys import Fields, message_fields
+from langchain_turntrim._counting.openai_chat import (
+    REPLY_PRIMING,
+    ROLES,
+    TOOL_CALL_ID_TOKENS,
+    dump_args,
+    message_constants,
+)
 from langchain_turntrim._counting.openai_images import image_pricing, image_size, image_source
 from langchain_turntrim._counting.openai_models import encoding_name_for_model
 from langchain_turntrim._counting.openai_tools import tool_framing, tools_tokens
@@ -39,10 +46,6 @@ __all__ = ["EncodingUnavailableError", "TiktokenCounter"]
 
 #: The model used when neither ``model`` nor ``encoding`` is given.
 DEFAULT_MODEL: Final = "gpt-4o"
-#: Reply priming (``<|im_start|>assistant``), counted once per request.
-REPLY_PRIMING: Final = 3
-#: What ChatOpenAI adds for a tool message's ``tool_call_id``, whatever it is.
-TOOL_CALL_ID_TOKENS: Final = 3
 
 # Content blocks ChatOpenAI drops from Chat Completions requests.
 _DROPPED_BLOCKS: Final = (
@@ -53,7 +56,6 @@ _DROPPED_BLOCKS: Final = (
     "code_interpreter_call",
 )
 _TOOL_CALL_KEYS: Final = ("id", "type", "function")
-_ROLES: Final = ("user", "assistant", "system", "developer", "function", "tool")
 # What a message is sent as, by its class (subclasses found by issubclass once).
 _CHAT, _USER, _AI, _SYSTEM, _FUNCTION, _TOOL, _OTHER = range(7)
 _KINDS: Final = (
@@ -65,8 +67,6 @@ _KINDS: Final = (
     (ToolMessage, _TOOL),
 )
 _kinds: dict[type, int] = {}
-# json.dumps(args, ensure_ascii=False), as ChatOpenAI does, but never failing.
-_dump_args: Final = json.JSONEncoder(ensure_ascii=False, default=str).encode
 _dump_block: Final = json.JSONEncoder(ensure_ascii=False, default=str, sort_keys=True).encode
 
 
@@ -178,7 +178,7 @@ class TiktokenCounter(AdditiveCounter):
                 raise ValueError(msg)
             encoding_name = encoding_name_for_model(model)
             enc = load_encoding(encoding_name)
-            per_message, per_name = (4, -1) if model.startswith("gpt-3.5-turbo-0301") else (3, 1)
+            per_message, per_name = message_constants(model)
         elif isinstance(encoding, tiktoken.Encoding):
             enc, per_message, per_name = encoding, 3, 1
             encoding_name = enc.name
@@ -193,7 +193,7 @@ class TiktokenCounter(AdditiveCounter):
         self._encode = enc.encode_ordinary
         self._per_message = per_message
         self._per_name = per_name
-        self._roles = {role: len(enc.encode_ordinary(role)) for role in _ROLES}
+        self._roles = {role: len(enc.encode_ordinary(role)) for role in ROLES}
         self._images = image_pricing(model)
         self._tools = tool_framing(encoding_name)
         if url_image_tokens is None:
@@ -362,7 +362,7 @@ class TiktokenCounter(AdditiveCounter):
         """A tool call's name or args: None (ChatOpenAI raises) costs 0."""
         if isinstance(s, str):
             return len(self._encode(s))
-        return 0 if s is None else _dumped_len(self._encode, s, _dump_args)
+        return 0 if s is None else _dumped_len(self._encode, s, dump_args)
 
     def _ai_extras(
         self,
@@ -374,7 +374,7 @@ class TiktokenCounter(AdditiveCounter):
         n = 0
         if tool_calls or invalid_tool_calls:
             for call in tool_calls:
-                n += _dumped_len(self._encode, call["args"], _dump_args)
+                n += _dumped_len(self._encode, call["args"], dump_args)
                 n += self._optional(call["name"])
             for bad in invalid_tool_calls:
                 n += self._optional(bad["args"]) + self._optional(bad["name"])
