@@ -211,7 +211,7 @@ def test_values_a_digest_cannot_key_make_a_tool_unremembered(counter: ResolvedCo
 
 
 def test_the_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tool_cache._MEMO, "size", 3)
+    monkeypatch.setattr(tool_cache._MEMO, "maxsize", 3)
     counter = resolve_counter("approximate")
     for i in range(10):
         schema = openai_tool()

@@ -8,6 +8,7 @@
 * ``calibrated``, ``callback``: ``CalibratedCounter``, an estimate fitted to
   reported usage, and the callback handler feeding it (imported on first use);
 * ``keys`` and ``cache``: ``CachedCounter`` and what its keys are made of;
+  ``lru``: the bounded, thread-safe map behind every cache;
 * ``tools``: tool schemas priced as messages; ``tool_cache``: tool prices
   remembered under everything a tool's conversion reads;
 * ``resolve``: what ``token_counter=`` accepts.

@@ -7,74 +7,26 @@ import operator
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from langchain_core.messages import BaseMessage
 
-from langchain_turntrim._core import check_count
 from langchain_turntrim._counting.additive import Wrapper, checked_counts, counts_list
 from langchain_turntrim._counting.keys import Fields, fields_keys, frozen_copy, read_fields
+from langchain_turntrim._counting.lru import LRU
 from langchain_turntrim._counting.protocol import TokenCounter
 from langchain_turntrim._counting.warm import HistoryMemo
 from langchain_turntrim._messages import check_messages
 from langchain_turntrim._safe_repr import safe_repr
 
-__all__ = ["DEFAULT_CACHE_SIZE", "LRU", "CachedCounter"]
+__all__ = ["DEFAULT_CACHE_SIZE", "CachedCounter"]
 
 #: Counts of messages from their classes and ``message_fields`` (see TiktokenCounter).
 FieldsCounter = Callable[[Sequence[type], Sequence[Fields]], list[int]]
 
 #: Messages whose counts a ``CachedCounter`` keeps by default (LRU).
 DEFAULT_CACHE_SIZE: Final = 16_384
-
-
-class LRU:
-    """A thread-safe LRU map that never holds more than ``maxsize`` entries.
-
-    The lock guards dict operations only; callers compute values outside it.
-    A ``None`` key is never stored or found.
-    """
-
-    def __init__(self, maxsize: int) -> None:
-        self.maxsize = check_count(maxsize, "cache_size")
-        self._data: OrderedDict[Hashable, int] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def get_many(self, keys: Sequence[Hashable | None]) -> list[int | None]:
-        data = self._data
-        get = data.get
-        touch = data.move_to_end
-        with self._lock:
-            found = [None if key is None else get(key) for key in keys]
-            for key, value in zip(keys, found, strict=True):
-                if value is not None:
-                    touch(key)
-        return found
-
-    def put_many(self, items: Sequence[tuple[Hashable | None, int]]) -> None:
-        maxsize = self.maxsize
-        if not maxsize:
-            return
-        data = self._data
-        # Only the newest maxsize items could stay: the older ones are not inserted.
-        items = [item for item in items if item[0] is not None][-maxsize:]
-        with self._lock:
-            for key, value in items:
-                data[key] = value
-                data.move_to_end(key)
-                if len(data) > maxsize:
-                    data.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.maxsize,))
 
 
 class _Ref(weakref.ref):  # type: ignore[type-arg]
@@ -127,7 +79,7 @@ class CachedCounter(Wrapper):
         self._count_fields: FieldsCounter | None = (
             fields_counter() if callable(fields_counter) else None
         )
-        self._cache = LRU(maxsize)
+        self._cache: LRU[int] = LRU(maxsize)
         # id(message) -> (weak reference, fields getter, message_fields(message), count)
         self._known: OrderedDict[int, tuple[Any, ...]] = OrderedDict()
         self._known_lock = threading.Lock()

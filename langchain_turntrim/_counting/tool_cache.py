@@ -24,12 +24,11 @@ a hit is exactly what a fresh conversion would give:
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 from langchain_turntrim._counting.keys import digest
+from langchain_turntrim._counting.lru import LRU
 
 __all__ = ["MEMO_SIZE", "memo", "tool_key", "tools_key"]
 
@@ -104,34 +103,7 @@ def tools_key(tools: Sequence[Any]) -> tuple[Hashable, ...] | None:
     return tuple(keys)
 
 
-class _Memo:
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._entries: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
-        with self._lock:
-            if key in self._entries:
-                self._entries.move_to_end(key)
-                value: T = self._entries[key]
-                return value
-        value = compute()
-        with self._lock:
-            self._entries[key] = value
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
-        return value
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
-_MEMO: Final = _Memo(MEMO_SIZE)
+_MEMO: Final[LRU[Any]] = LRU(MEMO_SIZE)
 
 
 def memo(kind: Hashable, key: Hashable | None, compute: Callable[[], T]) -> T:
@@ -142,4 +114,9 @@ def memo(kind: Hashable, key: Hashable | None, compute: Callable[[], T]) -> T:
     """
     if key is None:
         return compute()
-    return _MEMO.get((kind, key), compute)
+    full = (kind, key)
+    value = _MEMO.get(full)
+    if value is None:  # computed outside the lock: threads never wait on each other
+        value = compute()
+        _MEMO.put_many(((full, value),))
+    return cast("T", value)

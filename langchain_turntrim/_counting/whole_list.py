@@ -10,8 +10,9 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_turntrim._core import ANCHOR, PINNED, START, TrimPlan, check_count, plan_costs
 from langchain_turntrim._counting.approximate import ApproximateCounter
-from langchain_turntrim._counting.cache import DEFAULT_CACHE_SIZE, LRU
+from langchain_turntrim._counting.cache import DEFAULT_CACHE_SIZE
 from langchain_turntrim._counting.keys import fields_keys, frozen_copy, message_fields
+from langchain_turntrim._counting.lru import LRU
 from langchain_turntrim._counting.tools import tool_messages
 from langchain_turntrim._messages import message_kinds
 from langchain_turntrim._safe_repr import safe_repr
@@ -55,7 +56,7 @@ class WholeListCounter:
         self.function = function
         self.label = label or safe_repr(function)
         self.sized = maxsize is not None
-        self._cache = LRU(DEFAULT_CACHE_SIZE if maxsize is None else maxsize)
+        self._cache: LRU[int] = LRU(DEFAULT_CACHE_SIZE if maxsize is None else maxsize)
         # The last measured ratio of its counts to the approximate counter's:
         # where the next search starts (it changes how many calls a plan
         # makes, never which turns it keeps).

@@ -1,0 +1,71 @@
+"""``LRU``: the bounded, thread-safe map behind every cache of the package."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from typing import Any, Generic, TypeVar
+
+from langchain_turntrim._core import check_count
+
+__all__ = ["LRU"]
+
+V = TypeVar("V")
+
+
+class LRU(Generic[V]):
+    """A thread-safe LRU map that never holds more than ``maxsize`` entries.
+
+    The lock guards dict operations only; callers compute values outside it.
+    A ``None`` key is never stored or found, and ``None`` is not a value.
+    """
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = check_count(maxsize, "cache_size")
+        self._data: OrderedDict[Hashable, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def get(self, key: Hashable) -> V | None:
+        """One lookup (``get_many`` of one key, without its lists)."""
+        data = self._data
+        with self._lock:
+            value = data.get(key)
+            if value is not None:
+                data.move_to_end(key)
+        return value
+
+    def get_many(self, keys: Sequence[Hashable | None]) -> list[V | None]:
+        data = self._data
+        get = data.get
+        touch = data.move_to_end
+        with self._lock:
+            found = [None if key is None else get(key) for key in keys]
+            for key, value in zip(keys, found, strict=True):
+                if value is not None:
+                    touch(key)
+        return found
+
+    def put_many(self, items: Sequence[tuple[Hashable | None, V]]) -> None:
+        maxsize = self.maxsize
+        if not maxsize:
+            return
+        data = self._data
+        # Only the newest maxsize items could stay: the older ones are not inserted.
+        items = [item for item in items if item[0] is not None][-maxsize:]
+        with self._lock:
+            for key, value in items:
+                data[key] = value
+                data.move_to_end(key)
+                if len(data) > maxsize:
+                    data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.maxsize,))
