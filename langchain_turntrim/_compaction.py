@@ -41,7 +41,7 @@ from langchain_turntrim._errors import TurnTrimOverflowError, check_overflow
 from langchain_turntrim._messages import message_kinds
 from langchain_turntrim._options import DEFAULT_KEEP_TOOL_RESULTS, OnOverflow
 
-__all__ = ["DEFAULT_KEEP_TOOL_RESULTS", "Compaction", "compact", "decide", "needs_compaction"]
+__all__ = ["DEFAULT_KEEP_TOOL_RESULTS", "Compaction", "compact", "decide"]
 
 #: Exact recounts of the compacted list before giving up (whole-list counters
 #: only estimate per message; additive counters need one).
@@ -117,11 +117,6 @@ class _Slot:
 
     def restore(self) -> None:
         self.message, self.tokens, self.change = self.original, self.original_tokens, ""
-
-
-def needs_compaction(plan: TrimPlan) -> bool:
-    """True when the newest turn does not fit beside the pinned messages."""
-    return bool(plan.turns) and not plan.kept_turns
 
 
 def decide(

@@ -189,8 +189,10 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         """
         kept, plan, compaction = self._decide(messages, kinds, reserved)
         if compaction is not None:
-            # The turns dropped before the newest one, then what compaction dropped in it.
-            older = bisect_left(plan.dropped, plan.newest_turn_start)
+            # The turns dropped before the newest one (every message before it
+            # but the pinned ones: no turn is kept), then what compaction dropped in it.
+            start = plan.newest_turn_start
+            older = start - bisect_left(plan.pinned, start)
             dropped = plan.select_dropped(messages)[:older] + compaction.dropped
         else:
             dropped = plan.select_dropped(messages) if plan.dropped_count else []
