@@ -216,26 +216,30 @@ def middleware(settings: Settings) -> list[Row]:
 
     context = capture_context()
     chat = ChatOpenAI(model=EXACT_MODEL, api_key=SecretStr("sk-bench"))
+    # Each arm: its label and how to build a fresh middleware.
+    setups: dict[str, tuple[str, Callable[[], Any]]] = {
+        "default": (
+            f"TurnTrimMiddleware(max_tokens={DEFAULT_BUDGET:,})",
+            lambda: TurnTrimMiddleware(max_tokens=DEFAULT_BUDGET),
+        ),
+        "for_model": (
+            "TurnTrimMiddleware.for_model(ChatOpenAI gpt-4o)",
+            lambda: TurnTrimMiddleware.for_model(chat),
+        ),
+    }
     rows = []
     for n in (60, 200) if settings.quick else (200, 1_000):
         base = settings.source.conversation(n)
         arms: dict[str, Prepare] = {
-            "default": turntrim_arm(
-                lambda: TurnTrimMiddleware(max_tokens=DEFAULT_BUDGET), base, context, chat
-            ),
-            "for_model": turntrim_arm(
-                lambda: TurnTrimMiddleware.for_model(chat), base, context, chat
-            ),
-            "summarization": summarization_arm(base, context),
+            name: turntrim_arm(make, base, context, chat) for name, (_, make) in setups.items()
         }
+        arms["summarization"] = summarization_arm(base, context)
         times = interleave(arms, settings.repeats)
-        rows += [
-            _row(times, "default", f"TurnTrimMiddleware(max_tokens={DEFAULT_BUDGET:,})", n),
-            _row(times, "for_model", "TurnTrimMiddleware.for_model(ChatOpenAI gpt-4o)", n),
-        ]
-        dropping = _dropping_calls(base, chat, TurnTrimMiddleware)
-        for row in rows[-2:]:
+        dropping = _dropping_calls(base, {name: make for name, (_, make) in setups.items()})
+        for name, (label, _) in setups.items():
+            row = _row(times, name, label, n)
             row.notes.append(dropping)
+            rows.append(row)
     return rows
 
 
@@ -252,22 +256,16 @@ def _row(times: Times, arm: str, label: str, n: int) -> Row:
     return row
 
 
-def _dropping_calls(base: Sequence[OpenAIMessage], chat: Any, cls: Any) -> str:
+def _dropping_calls(base: Sequence[OpenAIMessage], makes: dict[str, Callable[[], Any]]) -> str:
     """How many of the timed calls drop turns, per middleware."""
     loop = agent_loop(base, "plan")
+    system = [loop.system] if loop.system is not None else []
     found = []
-    for name, middleware in (
-        ("default", cls(max_tokens=DEFAULT_BUDGET)),
-        ("for_model", cls.for_model(chat)),
-    ):
-        trimmer = middleware.trimmer
-        system = [loop.system] if loop.system is not None else []
+    for name, make in makes.items():
+        trimmer = make().trimmer
+        tools = trimmer.counter.count_tools(TOOLS)
         dropping = sum(
-            bool(
-                trimmer.report(
-                    [*system, *history], reserved=trimmer.counter.count_tools(TOOLS)
-                ).dropped
-            )
+            bool(trimmer.report([*system, *history], reserved=tools).dropped)
             for history in loop.timed
         )
         found.append(f"{name} drops turns at {dropping} of {len(loop.timed)} timed calls")

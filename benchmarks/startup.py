@@ -120,7 +120,7 @@ def cli(settings: Settings) -> list[Row]:
     launches = settings.size(*LAUNCHES)
     base = settings.source.conversation(n)
     counter = TiktokenCounter(EXACT_MODEL)
-    total = sum(counter.count_each(convert_to_messages(base))) + counter.overhead
+    total = counter.count(convert_to_messages(base))
     budget = int(total * BUDGET_FRACTION)
     with tempfile.TemporaryDirectory(prefix="turntrim-bench-") as folder:
         path = Path(folder) / "transcript.json"

@@ -22,7 +22,7 @@ from benchmarks.report import Row, Target, seconds_summary
 from benchmarks.scenarios import BUDGET_FRACTION, Settings
 from benchmarks.timing import Prepare, interleave, median_ratio
 from langchain_turntrim import TiktokenCounter, TurnTrimmer
-from langchain_turntrim._counting.keys import fields_getter
+from langchain_turntrim._counting.keys import fields_getter, message_fields
 
 __all__ = ["SIZES", "bare_check", "warm_scaling"]
 
@@ -32,6 +32,8 @@ QUICK_SIZES: Final = (10, 100, 1_000, 2_000)
 TARGET_FROM: Final = 2_000
 #: Each timed sample covers at least this many messages (many calls on small histories).
 SAMPLE_MESSAGES: Final = 100_000
+#: At most this many appended calls per sample (each needs its own primed trimmer).
+APPENDED_CALLS: Final = 20
 
 
 def bare_check(messages: Sequence[BaseMessage], remembered: Sequence[tuple[Any, ...]]) -> bool:
@@ -41,10 +43,6 @@ def bare_check(messages: Sequence[BaseMessage], remembered: Sequence[tuple[Any, 
             if now is not then:
                 return False
     return True
-
-
-def _remembered(messages: Sequence[BaseMessage]) -> list[tuple[Any, ...]]:
-    return [fields_getter(m)(vars(m)) for m in messages]
 
 
 def warm_scaling(settings: Settings) -> list[Row]:
@@ -76,24 +74,22 @@ def _at(settings: Settings, n: int) -> Row:
     def appended(tag: str) -> Callable[[], object]:
         # Every call gets a history one message longer than the last one it saw:
         # a fresh trimmer per call, each primed with the history minus its last message.
-        primed = [seen(f"{tag}.{i}") for i in range(min(calls, 20))]
+        primed = [seen(f"{tag}.{i}") for i in range(min(calls, APPENDED_CALLS))]
         return lambda: [trimmer.trim(messages) for trimmer, messages in primed]
 
-    def floor(tag: str) -> Callable[[], object]:
-        messages = fresh_messages(base, tag)
-        remembered = _remembered(messages)
-        return lambda: [bare_check(messages, remembered) for _ in range(calls)]
+    def floor(repeats: int) -> Prepare:
+        def prepare(tag: str) -> Callable[[], object]:
+            messages = fresh_messages(base, tag)
+            remembered = [message_fields(m) for m in messages]
+            return lambda: [bare_check(messages, remembered) for _ in range(repeats)]
 
-    def floor_appended(tag: str) -> Callable[[], object]:
-        messages = fresh_messages(base, tag)
-        remembered = _remembered(messages)
-        return lambda: [bare_check(messages, remembered) for _ in range(min(calls, 20))]
+        return prepare
 
     arms: dict[str, Prepare] = {
         "warm": same,
         "appended": appended,
-        "floor": floor,
-        "floor-appended": floor_appended,
+        "floor": floor(calls),
+        "floor-appended": floor(min(calls, APPENDED_CALLS)),
     }
     times = interleave(arms, settings.repeats)
     ratio = median_ratio(times["warm"], times["floor"])
