@@ -9,6 +9,7 @@ always strings. Flags widen that where a test wants the awkward cases.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -84,6 +85,9 @@ _SAMPLES = (
 _ALPHABET = st.characters(codec="utf-8")
 
 
+# Built once per arguments: draws call these inside composites, and Hypothesis
+# would check a new recursive strategy at each call.
+@functools.cache
 def texts(*, max_size: int = 40, special_tokens: bool = False) -> st.SearchStrategy[str]:
     """Text: arbitrary Unicode, tricky samples, whitespace runs and long repeats.
 
@@ -113,6 +117,7 @@ def names() -> st.SearchStrategy[str | None]:
     return st.one_of(st.none(), st.just(""), texts(max_size=12))
 
 
+@functools.cache
 def json_values(*, max_leaves: int = 10) -> st.SearchStrategy[Any]:
     """JSON-compatible values (NaN and infinities included, as json.dumps allows)."""
     leaves = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), texts(max_size=12))
