@@ -1,10 +1,16 @@
-"""Small helpers every test module shares: records, running a coroutine, snapshots."""
+"""Small helpers every test module shares: records, running a coroutine, snapshots,
+the command line in-process and in a subprocess."""
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Coroutine, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 from langchain_core.messages import BaseMessage
@@ -47,3 +53,25 @@ def run_cli(capsys: Any, *args: str) -> tuple[int, str, str]:
     code = main(list(args))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def write_json(tmp_path: Path, name: str, data: Any) -> str:
+    """``data`` as JSON (non-ASCII kept) in ``tmp_path / name``; returns the path."""
+    path = tmp_path / name
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return str(path)
+
+
+def run_python(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``python ARGS`` in a fresh process (no forced colours), with ``stdin``."""
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    return subprocess.run(
+        [sys.executable, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        timeout=60,
+        check=False,
+    )

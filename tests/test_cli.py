@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +16,7 @@ from langchain_core.messages import convert_to_messages
 import langchain_turntrim
 from langchain_turntrim import ApproximateCounter, TiktokenCounter
 from langchain_turntrim._cli.app import DEMO_MAX_TOKENS
-from tests.helpers import run_cli
+from tests.helpers import run_cli, run_python, write_json
 
 SPEC = [
     {"id": "s0", "role": "system", "tokens": 20},
@@ -77,12 +74,6 @@ pytestmark = pytest.mark.usefixtures("plain_terminal")
 run = run_cli
 
 
-def write(tmp_path: Path, name: str, data: Any) -> str:
-    path = tmp_path / name
-    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    return str(path)
-
-
 def costs(messages: list[dict[str, Any]]) -> list[int]:
     return ApproximateCounter().count_each(to_langchain(messages))
 
@@ -119,7 +110,7 @@ def test_field_counter_keeps_the_spec_example(tmp_path, capsys):
     code, out, err = run(
         capsys,
         "trim",
-        write(tmp_path, "spec.json", SPEC),
+        write_json(tmp_path, "spec.json", SPEC),
         "--max-tokens",
         "100",
         "--counter",
@@ -130,7 +121,7 @@ def test_field_counter_keeps_the_spec_example(tmp_path, capsys):
 
 
 def test_array_round_trip_keeps_each_message_as_it_was(tmp_path, capsys):
-    path = write(tmp_path, "chat.json", CHAT)
+    path = write_json(tmp_path, "chat.json", CHAT)
     code, out, err = run(capsys, "trim", path, "--max-tokens", str(newest_turn_budget()))
     assert (code, err) == (0, "")
     assert json.loads(out) == NEWEST
@@ -140,7 +131,9 @@ def test_array_round_trip_keeps_each_message_as_it_was(tmp_path, capsys):
 
 
 def test_everything_fits_except_the_orphan(tmp_path, capsys):
-    code, out, _ = run(capsys, "trim", write(tmp_path, "c.json", CHAT), "--max-tokens", "100000")
+    code, out, _ = run(
+        capsys, "trim", write_json(tmp_path, "c.json", CHAT), "--max-tokens", "100000"
+    )
     assert code == 0
     assert json.loads(out) == [CHAT[0], *CHAT[2:]]  # the orphan is always discarded
     assert "café-friendly? ☕" in out  # UTF-8, not \u escapes
@@ -148,7 +141,7 @@ def test_everything_fits_except_the_orphan(tmp_path, capsys):
 
 def test_object_round_trip_preserves_other_keys_in_order(tmp_path, capsys):
     document = {"model": "gpt-4o", "messages": CHAT, "temperature": 0.2, "meta": {"run": [1, 2]}}
-    path = write(tmp_path, "request.json", document)
+    path = write_json(tmp_path, "request.json", document)
     code, out, err = run(capsys, "trim", path, "--max-tokens", str(newest_turn_budget()))
     assert (code, err) == (0, "")
     result = json.loads(out)
@@ -186,7 +179,7 @@ def test_tiktoken_encoding_and_model_counters(tiktoken_cache, tmp_path, capsys):
     counter = TiktokenCounter(encoding="cl100k_base")
     each = counter.count_each(to_langchain(CHAT))
     budget = counter.overhead + each[0] + sum(each[LAST_TURN:])
-    path = write(tmp_path, "chat.json", CHAT)
+    path = write_json(tmp_path, "chat.json", CHAT)
     for spec in ("tiktoken:cl100k_base", "tiktoken:gpt-4"):
         code, out, err = run(capsys, "trim", path, "--max-tokens", str(budget), "--counter", spec)
         assert (code, err) == (0, "")
@@ -203,7 +196,9 @@ def test_trim_works_without_rich(monkeypatch, tmp_path, capsys):
     for name in [m for m in sys.modules if m == "rich" or m.startswith("rich.")]:
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setitem(sys.modules, "rich", None)
-    code, out, _ = run(capsys, "trim", write(tmp_path, "c.json", CHAT), "--max-tokens", "100000")
+    code, out, _ = run(
+        capsys, "trim", write_json(tmp_path, "c.json", CHAT), "--max-tokens", "100000"
+    )
     assert code == 0
     assert json.loads(out)[0] == CHAT[0]
 
@@ -303,7 +298,7 @@ def test_invalid_json_names_line_and_column(tmp_path, capsys, text, where):
     ],
 )
 def test_wrong_shaped_message_names_index_id_and_field(tmp_path, capsys, messages, expected):
-    path = write(tmp_path, "chat.json", messages)
+    path = write_json(tmp_path, "chat.json", messages)
     code, out, err = run(capsys, "trim", path, "--max-tokens", "100")
     assert_one_error_line(code, out, err, expected)
 
@@ -320,7 +315,7 @@ def test_field_counter_record_errors(tmp_path, capsys):
     code, out, err = run(
         capsys,
         "trim",
-        write(tmp_path, "r.json", records),
+        write_json(tmp_path, "r.json", records),
         "--max-tokens",
         "100",
         "--counter",
@@ -338,7 +333,9 @@ def test_field_counter_record_errors(tmp_path, capsys):
     ],
 )
 def test_wrong_document_shape(tmp_path, capsys, document, expected):
-    code, out, err = run(capsys, "trim", write(tmp_path, "d.json", document), "--max-tokens", "100")
+    code, out, err = run(
+        capsys, "trim", write_json(tmp_path, "d.json", document), "--max-tokens", "100"
+    )
     assert_one_error_line(code, out, err, expected)
 
 
@@ -350,13 +347,13 @@ def test_empty_input(tmp_path, capsys):
 
 
 def test_unknown_counter(tmp_path, capsys):
-    path = write(tmp_path, "c.json", CHAT)
+    path = write_json(tmp_path, "c.json", CHAT)
     code, out, err = run(capsys, "trim", path, "--max-tokens", "100", "--counter", "words")
     assert_one_error_line(code, out, err, "unknown counter 'words'", "tiktoken:MODEL")
 
 
 def test_negative_budget_in_the_equals_spelling(tmp_path, capsys):
-    code, out, err = run(capsys, "trim", write(tmp_path, "c.json", CHAT), "--max-tokens=-5")
+    code, out, err = run(capsys, "trim", write_json(tmp_path, "c.json", CHAT), "--max-tokens=-5")
     assert_one_error_line(code, out, err, "--max-tokens must be >= 0, got -5")
 
 
@@ -371,7 +368,7 @@ def test_usage_errors_are_one_line_too(capsys):
 def test_tiktoken_encoding_unavailable_offline(monkeypatch, tmp_path, capsys, spec):
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-cache"))
     monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})  # nothing loaded in-process
-    path = write(tmp_path, "c.json", CHAT)
+    path = write_json(tmp_path, "c.json", CHAT)
     code, out, err = run(capsys, "trim", path, "--max-tokens", "100", "--counter", spec)
     assert_one_error_line(
         code, out, err, "could not load the 'o200k_base' encoding", "TIKTOKEN_CACHE_DIR"
@@ -382,7 +379,7 @@ def test_tiktoken_encoding_unavailable_offline(monkeypatch, tmp_path, capsys, sp
 
 
 def test_report_is_plain_text_when_piped(tmp_path, capsys):
-    path = write(tmp_path, "chat.json", CHAT)
+    path = write_json(tmp_path, "chat.json", CHAT)
     budget = newest_turn_budget()
     code, out, err = run(capsys, "report", path, "--max-tokens", str(budget))
     assert (code, err) == (0, "")
@@ -410,7 +407,7 @@ def test_report_is_plain_text_when_piped(tmp_path, capsys):
 
 
 def test_report_with_the_field_counter(tmp_path, capsys):
-    path = write(tmp_path, "spec.json", SPEC)
+    path = write_json(tmp_path, "spec.json", SPEC)
     code, out, _ = run(capsys, "report", path, "--max-tokens", "100", "--counter", "field")
     assert code == 0
     lines = {
@@ -433,7 +430,7 @@ def test_report_folds_long_histories(tmp_path, capsys):
         for i in range(100)
         for kind, role in (("u", "user"), ("a", "assistant"))
     ]
-    path = write(tmp_path, "long.json", records)
+    path = write_json(tmp_path, "long.json", records)
     # 20 tokens a turn: the newest 40 turns (61-100) fit beside the system message.
     code, out, _ = run(capsys, "report", path, "--max-tokens", "820", "--counter", "field")
     assert code == 0
@@ -448,7 +445,9 @@ def test_report_folds_long_histories(tmp_path, capsys):
 
 def test_report_without_rich_says_how_to_install(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(sys.modules, "rich", None)
-    code, out, err = run(capsys, "report", write(tmp_path, "c.json", CHAT), "--max-tokens", "100")
+    code, out, err = run(
+        capsys, "report", write_json(tmp_path, "c.json", CHAT), "--max-tokens", "100"
+    )
     assert_one_error_line(code, out, err, "install 'langchain-turntrim[cli]'")
     code, out, err = run(capsys, "demo")
     assert_one_error_line(code, out, err, "langchain-turntrim[cli]")
@@ -485,22 +484,8 @@ def test_version_and_help(capsys):
 # -- as a subprocess ------------------------------------------------------------------------
 
 
-def _subprocess(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
-    return subprocess.run(
-        [sys.executable, *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        env=env,
-        timeout=60,
-        check=False,
-    )
-
-
 def test_subprocess_trim_from_stdin():
-    done = _subprocess(
+    done = run_python(
         "-m",
         "langchain_turntrim",
         "trim",
@@ -516,7 +501,7 @@ def test_subprocess_trim_from_stdin():
 
 
 def test_subprocess_error_is_one_line_exit_2(tmp_path):
-    done = _subprocess(
+    done = run_python(
         "-m", "langchain_turntrim", "trim", str(tmp_path / "missing.json"), "--max-tokens", "5"
     )
     assert done.returncode == 2
@@ -526,7 +511,7 @@ def test_subprocess_error_is_one_line_exit_2(tmp_path):
 
 
 def test_subprocess_demo_is_plain_when_piped():
-    done = _subprocess("-m", "langchain_turntrim", "demo")
+    done = run_python("-m", "langchain_turntrim", "demo")
     assert (done.returncode, done.stderr) == (0, "")
     assert "\x1b" not in done.stdout
     assert "dropped" in done.stdout
@@ -541,7 +526,7 @@ def test_subprocess_trim_never_imports_the_runnable_machinery(tmp_path):
         {"role": "assistant", "content": "old"},
         {"role": "user", "content": "new"},
     ]
-    path = write(tmp_path, "chat.json", chat)
+    path = write_json(tmp_path, "chat.json", chat)
     script = (
         "import sys\n"
         "from langchain_turntrim._cli import main\n"
@@ -551,18 +536,18 @@ def test_subprocess_trim_never_imports_the_runnable_machinery(tmp_path):
         "sys.stderr.write(repr([m for m in heavy if m in sys.modules]))\n"
         "raise SystemExit(code)\n"
     )
-    done = _subprocess("-c", script)
+    done = run_python("-c", script)
     assert (done.returncode, done.stderr) == (0, "[]")
     assert json.loads(done.stdout) == [chat[0], chat[3]]
 
 
 def test_subprocess_trim_never_imports_rich(tmp_path):
-    path = write(tmp_path, "spec.json", SPEC)
+    path = write_json(tmp_path, "spec.json", SPEC)
     script = (
         "import sys; sys.modules['rich'] = None\n"
         "from langchain_turntrim._cli import main\n"
         f"raise SystemExit(main(['trim', {path!r}, '--max-tokens', '100', '--counter', 'field']))\n"
     )
-    done = _subprocess("-c", script)
+    done = run_python("-c", script)
     assert (done.returncode, done.stderr) == (0, "")
     assert [m["id"] for m in json.loads(done.stdout)] == ["s0", "u2", "a2"]

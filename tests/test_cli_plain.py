@@ -4,8 +4,6 @@ exactly as converting them with LangChain and counting with TiktokenCounter does
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,9 @@ from langchain_turntrim._cli.planning import (
 from langchain_turntrim._cli.transcript import InputError, Transcript
 from langchain_turntrim._counting.openai_chat import PlainCounter
 from tests import strategies
-from tests.helpers import run_cli
+from tests.helpers import run_cli, run_python, write_json
+
+pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
 #: The encodings the tests have offline (cl100k_base), by model and by name.
 SPECS = ("gpt-4", "cl100k_base", "gpt-3.5-turbo-0301")
@@ -51,7 +51,7 @@ def full_counts(messages: list[Any], name: str) -> list[int] | None:
 @settings(max_examples=150, deadline=None)  # the first example loads the encoding
 @given(st.lists(strategies.plain_openai_messages(), max_size=6), st.sampled_from(SPECS))
 def test_plain_messages_count_as_tiktoken_counts_them_converted(
-    tiktoken_cache: Path, messages: list[dict[str, Any]], name: str
+    messages: list[dict[str, Any]], name: str
 ) -> None:
     counter = PlainCounter.of(name)
     assert counter is not None
@@ -62,7 +62,7 @@ def test_plain_messages_count_as_tiktoken_counts_them_converted(
 
 @settings(max_examples=150, deadline=None)  # the first example loads the encoding
 @given(st.lists(strategies.openai_messages(), max_size=6))
-def test_any_other_message_is_left_to_langchain(tiktoken_cache: Path, messages: list[Any]) -> None:
+def test_any_other_message_is_left_to_langchain(messages: list[Any]) -> None:
     counter = PlainCounter.of("gpt-4")
     assert counter is not None
     counts = counter.count(messages)
@@ -91,7 +91,7 @@ def test_any_other_message_is_left_to_langchain(tiktoken_cache: Path, messages: 
         "hi",
     ],
 )
-def test_what_is_not_plain(tiktoken_cache: Path, message: Any) -> None:
+def test_what_is_not_plain(message: Any) -> None:
     counter = PlainCounter.of("gpt-4")
     assert counter is not None
     assert counter.count([{"role": "user", "content": "hi"}, message]) is None
@@ -119,7 +119,6 @@ def test_only_tiktoken_counters_have_a_plain_path(spec: str) -> None:
     st.sampled_from([None, [], [{"type": "function", "function": {"name": "f"}}]]),
 )
 def test_a_plain_plan_is_the_full_plan(
-    tiktoken_cache: Path,
     messages: list[Any],
     budget: int,
     on_overflow: Any,
@@ -147,7 +146,7 @@ def test_a_plain_plan_is_the_full_plan(
 
 
 def test_the_command_writes_what_the_full_path_writes(
-    tiktoken_cache: Path, tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     chat = [
         {"role": "system", "content": "be brief"},
@@ -182,12 +181,6 @@ def test_the_command_writes_what_the_full_path_writes(
     assert {0, 2} <= set(runs)  # kept messages, and refusals under "raise"
 
 
-def _imports(script: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
-    )
-
-
 @pytest.mark.parametrize(
     ("chat", "loaded"),
     [
@@ -196,18 +189,17 @@ def _imports(script: str) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_a_plain_transcript_is_trimmed_without_importing_langchain(
-    tiktoken_cache: Path, tmp_path: Path, chat: list[Any], loaded: bool
+    tmp_path: Path, chat: list[Any], loaded: bool
 ) -> None:
-    path = tmp_path / "chat.json"
-    path.write_text(json.dumps(chat), encoding="utf-8")
+    path = write_json(tmp_path, "chat.json", chat)
     script = (
         "import sys\n"
         "from langchain_turntrim._cli import main\n"
-        f"code = main(['trim', {str(path)!r}, '--max-tokens', '100',"
+        f"code = main(['trim', {path!r}, '--max-tokens', '100',"
         " '--token-counter', 'tiktoken:gpt-4'])\n"
         "sys.stderr.write(repr(['langchain_core' in sys.modules, 'pydantic' in sys.modules]))\n"
         "raise SystemExit(code)\n"
     )
-    done = _imports(script)
+    done = run_python("-c", script)
     assert (done.returncode, done.stderr) == (0, repr([loaded, loaded]))
     assert json.loads(done.stdout) == chat

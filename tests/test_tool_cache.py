@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -16,6 +15,7 @@ from pydantic import BaseModel, Field
 from langchain_turntrim import TiktokenCounter, TurnTrimMiddleware, per_list, per_message
 from langchain_turntrim._counting import ResolvedCounter, resolve_counter, tool_cache
 from langchain_turntrim._counting.tool_cache import tool_key, tools_key
+from tests.helpers import arun
 
 LONG = " It also explains every field of the result in a long, careful sentence." * 8
 
@@ -77,7 +77,7 @@ def counter(request: pytest.FixtureRequest, tiktoken_cache: Any) -> ResolvedCoun
 
 
 def fresh(counter: ResolvedCounter, tools: list[Any]) -> int:
-    """What the counter says with nothing remembered (the memo emptied, a new counter)."""
+    """What the counter says with nothing remembered (the memo emptied, the tools copied)."""
     tool_cache._MEMO.clear()
     return counter.count_tools(copy.deepcopy(tools))
 
@@ -236,7 +236,7 @@ def _call(middleware: TurnTrimMiddleware, request: Any, mode: str) -> Any:
     if mode == "sync":
         middleware.wrap_model_call(request, handler)
     else:
-        asyncio.run(middleware.awrap_model_call(request, ahandler))
+        arun(middleware.awrap_model_call(request, ahandler))
     return seen[0]
 
 

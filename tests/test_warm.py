@@ -32,7 +32,7 @@ from langchain_turntrim import (
     TurnTrimmer,
     TurnTrimOverflowError,
 )
-from langchain_turntrim._counting.warm import HISTORIES
+from langchain_turntrim._counting.warm import HISTORIES, HistoryMemo
 from tests import strategies as lcst
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
@@ -176,7 +176,6 @@ class WarmAgreesWithCold(RuleBasedStateMachine):
 TestWarmAgreesWithCold = WarmAgreesWithCold.TestCase
 TestWarmAgreesWithCold.pytestmark = [  # type: ignore[attr-defined]
     pytest.mark.filterwarnings("ignore:Generating overly large repr"),
-    pytest.mark.usefixtures("tiktoken_cache"),
 ]
 TestWarmAgreesWithCold.settings = settings(
     max_examples=40,
@@ -302,11 +301,21 @@ def counter_of(trimmer: TurnTrimmer) -> CachedCounter | ApproximateCounter:
     return counter
 
 
-@pytest.mark.parametrize("token_counter", ["approximate", Lengths()])
-def test_only_the_newest_histories_are_remembered(token_counter: object) -> None:
-    trimmer = TurnTrimmer(max_tokens=100, token_counter=token_counter)
+def memo_of(trimmer: TurnTrimmer) -> HistoryMemo:
     memo = counter_of(trimmer).memo
     assert memo is not None
+    return memo
+
+
+@pytest.fixture(params=["approximate", "own"])
+def token_counter(request: pytest.FixtureRequest) -> object:
+    """The approximate counter (its own memo) and a custom one (a CachedCounter's), fresh."""
+    return COUNTERS[request.param]()
+
+
+def test_only_the_newest_histories_are_remembered(token_counter: object) -> None:
+    trimmer = TurnTrimmer(max_tokens=100, token_counter=token_counter)
+    memo = memo_of(trimmer)
     for _ in range(HISTORIES + 3):
         messages = history(2)
         trimmer.trim(messages[:-1])
@@ -316,11 +325,9 @@ def test_only_the_newest_histories_are_remembered(token_counter: object) -> None
     assert len(memo) == 0
 
 
-@pytest.mark.parametrize("token_counter", ["approximate", Lengths()])
 def test_a_history_is_remembered_from_its_second_plan(token_counter: object) -> None:
     trimmer = TurnTrimmer(max_tokens=100, token_counter=token_counter)
-    memo = counter_of(trimmer).memo
-    assert memo is not None
+    memo = memo_of(trimmer)
     messages = history(3)
     trimmer.trim(messages[:-1])
     assert len(memo) == 0  # planned once: a history loaded afresh per call costs no more
@@ -333,7 +340,6 @@ def test_a_history_is_remembered_from_its_second_plan(token_counter: object) -> 
     assert len(memo) == 0  # clear() forgot that it was planned before
 
 
-@pytest.mark.parametrize("token_counter", ["approximate", Lengths()])
 def test_cache_size_zero_remembers_no_history(token_counter: object) -> None:
     trimmer = TurnTrimmer(max_tokens=100, token_counter=token_counter, cache_size=0)
     assert getattr(trimmer.counter, "memo", None) is None
@@ -341,8 +347,7 @@ def test_cache_size_zero_remembers_no_history(token_counter: object) -> None:
 
 def test_a_history_longer_than_cache_size_is_not_remembered() -> None:
     trimmer = TurnTrimmer(max_tokens=100, cache_size=5)
-    memo = counter_of(trimmer).memo
-    assert memo is not None
+    memo = memo_of(trimmer)
     for messages in (history(1), history(2)):
         trimmer.trim(messages)
         trimmer.trim(messages)
@@ -367,16 +372,13 @@ def test_a_forgotten_history_keeps_none_of_its_content_alive(token_counter: str)
     assert sys.getrefcount(content) == baseline
 
 
-@pytest.mark.parametrize("token_counter", ["approximate", Lengths()])
 def test_copies_and_pickles_start_with_no_history(token_counter: object) -> None:
     trimmer = TurnTrimmer(max_tokens=100, token_counter=token_counter)
     messages = history(3)
     trimmer.trim(messages)
     trimmer.trim(messages)
     for twin in (copy.deepcopy(trimmer), pickle.loads(pickle.dumps(trimmer))):  # noqa: S301
-        memo = counter_of(twin).memo
-        assert memo is not None
-        assert len(memo) == 0
+        assert len(memo_of(twin)) == 0
         assert twin.trim(messages) == trimmer.trim(messages)
 
 
