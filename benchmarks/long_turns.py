@@ -8,12 +8,17 @@ valid conversation, within budget (approximate counts), and still holds the
 user's message and the newest step (the last assistant message and its
 results). Compared side by side on the same requests:
 
-* ``TurnTrimmer(on_overflow="compact")``;
+* ``TurnTrimmer(on_overflow="compact")``, with the approximate counter and
+  with the same counts given as a whole-list counter
+  (``per_list(count_tokens_approximately)``: the ladder then searches for its
+  room in counts of whole requests);
 * ``trim_messages(strategy="last", start_on="human", include_system=True)``;
 * ``ContextEditingMiddleware``'s ``ClearToolUsesEdit(trigger=budget)`` (its
   defaults otherwise: the 3 newest results kept), applied to a copy.
 
-Also: the share of the budget our compacted requests use (median, minimum).
+Also: the share of the budget our compacted requests use (median, minimum),
+and, for the whole-list counter, its compacted requests' tokens against the
+approximate counter's and how many whole-list counts each trim makes.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from benchmarks.encoding import REPO_ROOT
 from benchmarks.report import Row, Target
 from benchmarks.scenarios import TRIM_MESSAGES_OPTIONS, Settings
-from langchain_turntrim import TurnTrimmer, TurnTrimOverflowError
+from langchain_turntrim import TurnTrimmer, TurnTrimOverflowError, per_list
 
 __all__ = ["FILES", "long_turns"]
 
@@ -53,6 +58,29 @@ def _ours(messages: list[BaseMessage], budget: int) -> list[BaseMessage]:
     try:
         return TurnTrimmer(max_tokens=budget, on_overflow="compact").trim(messages)
     except TurnTrimOverflowError:  # not even the skeleton fits: no request is sent
+        return []
+
+
+class _Counted:
+    """``count_tokens_approximately`` as a whole-list count, its calls counted."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, messages: list[BaseMessage]) -> int:
+        self.calls += 1
+        return count_tokens_approximately(messages)
+
+
+#: The whole-list arm's counts: one fresh counter per trim (no counts remembered).
+COUNTED = _Counted()
+
+
+def _ours_whole_list(messages: list[BaseMessage], budget: int) -> list[BaseMessage]:
+    trimmer = TurnTrimmer(budget, token_counter=per_list(COUNTED), on_overflow="compact")
+    try:
+        return trimmer.trim(messages)
+    except TurnTrimOverflowError:
         return []
 
 
@@ -75,6 +103,7 @@ def _clear_tool_uses(messages: list[BaseMessage], budget: int) -> list[BaseMessa
 
 ARMS: Final[dict[str, Arm]] = {
     "compact": _ours,
+    "compact, whole-list": _ours_whole_list,
     "trim_messages": _trim_messages,
     "ClearToolUses": _clear_tool_uses,
 }
@@ -145,9 +174,19 @@ def long_turns(settings: Settings) -> list[Row]:
         calls = calls[::7]
     rows: list[Row] = []
     used: list[float] = []
+    ratios: list[float] = []  # whole-list compacted tokens / the approximate counter's
+    counts: list[int] = []  # whole-list counts per trim
     for fraction in FRACTIONS:
         shares: dict[str, float] = {}
         sent_usable = raised = 0
+        for history in calls:
+            budget = _budget(history, fraction)
+            ours = _ours(history, budget)
+            COUNTED.calls = 0
+            whole = _ours_whole_list(history, budget)
+            counts.append(COUNTED.calls)
+            if ours and whole and len(ours) < len(history):
+                ratios.append(count_tokens_approximately(whole) / count_tokens_approximately(ours))
         for name, arm in ARMS.items():
             good = 0
             for history in calls:
@@ -174,6 +213,7 @@ def long_turns(settings: Settings) -> list[Row]:
                         f"usable requests: compact {shares['compact']:.1%} "
                         f"(raised for the other {raised / len(calls):.1%}: "
                         "not even the skeleton fits), "
+                        f"compact with a whole-list counter {shares['compact, whole-list']:.1%}, "
                         f"trim_messages {shares['trim_messages']:.1%}, "
                         f"ClearToolUses {shares['ClearToolUses']:.1%}"
                     )
@@ -189,6 +229,24 @@ def long_turns(settings: Settings) -> list[Row]:
             statistics.median(used),
             notes=[f"budget used: median {statistics.median(used):.1%}, minimum {min(used):.1%}"],
             details={"minimum": min(used)},
+        )
+    )
+    rows.append(
+        Row(
+            "long-turns",
+            "whole-list counter: its compacted tokens / the approximate counter's (median)",
+            Target(">=", 0.95, percent=True),
+            statistics.median(ratios),
+            notes=[
+                (
+                    f"whole-list compaction, {len(ratios)} compacted requests: tokens against "
+                    f"the approximate counter's compaction, median "
+                    f"{statistics.median(ratios):.1%}, minimum {min(ratios):.1%}; whole-list "
+                    f"counts per trim (plan and compaction, nothing remembered): median "
+                    f"{statistics.median(counts):.0f}, at most {max(counts)}"
+                )
+            ],
+            details={"minimum": min(ratios), "counts": max(counts)},
         )
     )
     return rows

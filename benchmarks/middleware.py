@@ -263,10 +263,8 @@ def _dropping_calls(base: Sequence[OpenAIMessage], makes: dict[str, Callable[[],
     found = []
     for name, make in makes.items():
         trimmer = make().trimmer
-        tools = trimmer.counter.count_tools(TOOLS)
         dropping = sum(
-            bool(trimmer.report([*system, *history], reserved=tools).dropped)
-            for history in loop.timed
+            bool(trimmer.report([*system, *history], tools=TOOLS).dropped) for history in loop.timed
         )
         found.append(f"{name} drops turns at {dropping} of {len(loop.timed)} timed calls")
     return "; ".join(found)

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
 
-from langchain_turntrim._compaction import DEFAULT_KEEP_TOOL_RESULTS
-from langchain_turntrim._counting import DEFAULT_CACHE_SIZE
 from langchain_turntrim._messages import TrimInput
-from langchain_turntrim._options import OnOverflow
 from langchain_turntrim._safe_repr import safe_repr
 from langchain_turntrim._trimmer import TurnTrimmer
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from langchain_turntrim._options import TrimKeywords
 
 __all__ = ["trim_turns"]
 
@@ -36,50 +38,38 @@ def trim_turns(
     messages: None = None,
     *,
     max_tokens: int,
-    token_counter: Any = ...,
     strategy: str = ...,
     start_on: Any = ...,
     include_system: bool = ...,
     allow_partial: bool = ...,
     end_on: Any = ...,
     text_splitter: Callable[[str], list[str]] | None = ...,
-    on_overflow: OnOverflow = ...,
-    keep_tool_results: int = ...,
-    trim_to: int | None = ...,
-    cache_size: int = ...,
+    **options: Unpack[TrimKeywords],
 ) -> Runnable[TrimInput, list[BaseMessage]]: ...
 @overload
 def trim_turns(
     messages: TrimInput,
     *,
     max_tokens: int,
-    token_counter: Any = ...,
     strategy: str = ...,
     start_on: Any = ...,
     include_system: bool = ...,
     allow_partial: bool = ...,
     end_on: Any = ...,
     text_splitter: Callable[[str], list[str]] | None = ...,
-    on_overflow: OnOverflow = ...,
-    keep_tool_results: int = ...,
-    trim_to: int | None = ...,
-    cache_size: int = ...,
+    **options: Unpack[TrimKeywords],
 ) -> list[BaseMessage]: ...
 def trim_turns(
     messages: TrimInput | None = None,
     *,
     max_tokens: int,
-    token_counter: Any = "approximate",
     strategy: str = "last",
     start_on: Any = "human",
     include_system: bool = True,
     allow_partial: bool = False,
     end_on: Any = None,
     text_splitter: Callable[[str], list[str]] | None = None,
-    on_overflow: OnOverflow = "drop",
-    keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS,
-    trim_to: int | None = None,
-    cache_size: int = DEFAULT_CACHE_SIZE,
+    **options: Unpack[TrimKeywords],
 ) -> list[BaseMessage] | Runnable[TrimInput, list[BaseMessage]]:
     """Trim whole turns with ``trim_messages``' calling convention.
 
@@ -116,14 +106,7 @@ def trim_turns(
     if problems:
         msg = "trim_turns does not support " + "; ".join(problems)
         raise ValueError(msg)
-    trimmer = TurnTrimmer(
-        max_tokens=max_tokens,
-        token_counter=token_counter,
-        on_overflow=on_overflow,
-        keep_tool_results=keep_tool_results,
-        trim_to=trim_to,
-        cache_size=cache_size,
-    )
+    trimmer = TurnTrimmer(max_tokens, **options)
     if messages is None:
         return trimmer
     return trimmer.trim(messages)

@@ -1,4 +1,4 @@
-"""``TurnTrimOverflowError``: what ``on_overflow="raise"`` raises."""
+"""``TurnTrimOverflowError``, and the one place it is built."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from typing import Any
 from langchain_core.exceptions import ContextOverflowError
 
 from langchain_turntrim._core import TrimPlan
-from langchain_turntrim._options import OnOverflow
 
-__all__ = ["TurnTrimOverflowError", "check_overflow"]
+__all__ = ["TurnTrimOverflowError", "overflow_error"]
 
 
 class TurnTrimOverflowError(ContextOverflowError):
@@ -33,9 +32,9 @@ class TurnTrimOverflowError(ContextOverflowError):
         return (type(self), (self.max_tokens, self.system_tokens, self.newest_turn_tokens))
 
 
-def check_overflow(plan: TrimPlan, on_overflow: OnOverflow) -> None:
-    """Under ``on_overflow="raise"``, raise when not even the newest turn fits."""
-    if on_overflow == "raise" and plan.overflowed:
-        raise TurnTrimOverflowError(
-            plan.max_tokens, plan.system_tokens + plan.overhead_tokens, plan.newest_turn_tokens
-        )
+def overflow_error(plan: TrimPlan) -> TurnTrimOverflowError:
+    """The error for a plan where not even the newest turn fits: its figures
+    are the plan's (the request's constant counted with the system messages)."""
+    return TurnTrimOverflowError(
+        plan.max_tokens, plan.system_tokens + plan.overhead_tokens, plan.newest_turn_tokens
+    )

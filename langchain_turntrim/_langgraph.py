@@ -8,31 +8,34 @@ Nothing here imports ``langgraph``: a ``RemoveMessage`` (from
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, RemoveMessage
 
 from langchain_turntrim._messages import TrimInput, describe
 from langchain_turntrim._report import TrimReport
-from langchain_turntrim._trimmer import TurnTrimmer
+
+if TYPE_CHECKING:
+    from langchain_turntrim._trimmer import TurnTrimmer
 
 __all__ = ["removals", "remove_messages", "trim_update"]
 
 
-def removals(report: TrimReport) -> list[RemoveMessage]:
-    """One ``RemoveMessage`` per dropped message before the newest turn, in order.
+def removals(report: TrimReport[BaseMessage]) -> list[RemoveMessage]:
+    """One ``RemoveMessage`` per message the trim removes from a state
+    (``report.removed``), in order.
 
-    The newest turn (the task in progress) is never deleted, even when it
-    was dropped or compacted for the model call: the state keeps it whole.
+    Nothing is removed while every turn fits; messages before the first user
+    message go only together with the first dropped turn; the newest turn
+    (the task in progress) is never deleted, even when it was dropped or
+    compacted for the model call: the state keeps it whole.
 
     Raises ``ValueError`` naming the message's index in the trimmed list if a
-    dropped message has no id. Messages stored by ``add_messages`` always have
+    removed message has no id. Messages stored by ``add_messages`` always have
     one (it assigns a UUID to every message that lacks an id), so this only
     happens for lists that did not come from such a state.
     """
-    plan = report.plan
-    older = [i for i in plan.dropped if i < plan.newest_turn_start]
-    return remove_messages(zip(older, report.dropped[: len(older)], strict=True))
+    return remove_messages(zip(report.removed_indices, report.removed, strict=True))
 
 
 def remove_messages(indexed: Iterable[tuple[int, BaseMessage]]) -> list[RemoveMessage]:
@@ -63,6 +66,7 @@ def trim_update(
     the call; ``"raise"`` makes this node raise ``TurnTrimOverflowError``).
 
     >>> from langchain_core.messages import AIMessage, HumanMessage
+    >>> from langchain_turntrim import TurnTrimmer
     >>> history = [HumanMessage("a" * 40, id="h1"), AIMessage("b" * 40, id="a1"),
     ...            HumanMessage("hi", id="h2")]
     >>> [m.id for m in trim_update(history, TurnTrimmer(max_tokens=10))["messages"]]

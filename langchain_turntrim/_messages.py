@@ -25,6 +25,7 @@ from langchain_turntrim._core import (
     CHAT_ROLE_KINDS,
     CONTINUE,
     PINNED,
+    REPLY,
     START,
     describe,
 )
@@ -53,7 +54,7 @@ _CHAT_ROLES: Final = ", ".join(repr(role) for role in CHAT_ROLE_KINDS)
 _CLASS_KINDS: Final = (
     (SystemMessage, PINNED),
     (HumanMessage, START),
-    (AIMessage, CONTINUE),
+    (AIMessage, REPLY),
     (ToolMessage, CONTINUE),
     (FunctionMessage, CONTINUE),
 )
@@ -107,7 +108,7 @@ def check_messages(messages: Sequence[object]) -> None:
 
 
 def message_kinds(messages: Sequence[BaseMessage]) -> list[int]:
-    """The turn kind of each message (``PINNED``, ``START``, ``CONTINUE`` or ``ANCHOR``).
+    """The turn kind of each message (``PINNED``, ``START``, ``REPLY``, ``CONTINUE`` or ``ANCHOR``).
 
     Two kinds of human message do not start a turn:
 

@@ -5,8 +5,6 @@ Needs LangChain v1: ``pip install 'langchain-turntrim[agents]'``.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -28,22 +26,24 @@ except ImportError as error:
 from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage
 from langchain_core.runnables.config import run_in_executor
 
-from langchain_turntrim._compaction import DEFAULT_KEEP_TOOL_RESULTS
-from langchain_turntrim._core import TrimPlan
-from langchain_turntrim._counting import DEFAULT_CACHE_SIZE, CalibratedCounter
+from langchain_turntrim._counting import CalibratedCounter
 from langchain_turntrim._counting.calibrated import reported_input_tokens
-from langchain_turntrim._langgraph import remove_messages
+from langchain_turntrim._counting.lru import LRU
+from langchain_turntrim._langgraph import removals
 from langchain_turntrim._messages import message_kinds
-from langchain_turntrim._options import Mode, OnOverflow
-from langchain_turntrim._report import TrimReport, trace_extra
+from langchain_turntrim._options import AGENT_ON_OVERFLOW, Mode, TrimOptions
+from langchain_turntrim._report import TrimReport
 from langchain_turntrim._safe_repr import safe_repr
+from langchain_turntrim._sizing import model_budget, model_counter, sized_options
 from langchain_turntrim._tracing import areport_trim, report_trim
-from langchain_turntrim._trimmer import TurnTrimmer, model_budget, model_counter
+from langchain_turntrim._trimmer import TurnTrimmer
 
 __all__ = ["TurnTrimMiddleware", "TurnTrimStateMiddleware"]
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing_extensions import Self, Unpack
+
+    from langchain_turntrim._options import TrimKeywords
 
     _Base = AgentMiddleware[AgentState[Any], Any, Any]
 else:  # unparametrized at runtime: langchain 1.0's AgentMiddleware takes 2 parameters
@@ -75,8 +75,7 @@ class TurnTrimMiddleware(_Base):
     Args:
         max_tokens: The budget for everything the model is sent, as the counter
             counts it: the request's system message (``create_agent``'s
-            ``system_prompt``), the bound tools' schemas (the counter's
-            ``count_tools``) and the kept messages.
+            ``system_prompt``), the bound tools' schemas and the kept messages.
         token_counter: As for ``TurnTrimmer``: ``"approximate"``,
             ``"tiktoken:MODEL"``, a ``TokenCounter`` such as
             ``TiktokenCounter("gpt-4o")``, a chat model, or a function.
@@ -91,33 +90,19 @@ class TurnTrimMiddleware(_Base):
             results are never cleared.
         trim_to: Cut down to about this many tokens at a boundary that the next
             model calls keep (prompt-cache friendly; see ``TurnTrimmer``).
-        cache_size: How many per-message counts to keep (LRU).
+        cache_size: How many per-message counts to keep (LRU), and the longest
+            history remembered between calls.
 
-    Configuration is checked here, not at the first call.
+    The options are checked here, not at the first call.
     """
 
     #: What this class trims: only the model request.
     mode: ClassVar[Mode] = "request"
 
-    def __init__(
-        self,
-        max_tokens: int,
-        *,
-        token_counter: Any = "approximate",
-        on_overflow: OnOverflow = "compact",
-        keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS,
-        trim_to: int | None = None,
-        cache_size: int = DEFAULT_CACHE_SIZE,
-    ) -> None:
+    def __init__(self, max_tokens: int, **options: Unpack[TrimKeywords]) -> None:
         super().__init__()
-        self._trimmer = TurnTrimmer(
-            max_tokens=max_tokens,
-            token_counter=token_counter,
-            on_overflow=on_overflow,
-            keep_tool_results=keep_tool_results,
-            trim_to=trim_to,
-            cache_size=cache_size,
-        )
+        options.setdefault("on_overflow", AGENT_ON_OVERFLOW)
+        self._trimmer = TurnTrimmer(max_tokens, **options)
         self._sizing: _Sizing | None = None
 
     @classmethod
@@ -126,10 +111,7 @@ class TurnTrimMiddleware(_Base):
         chat_model: Any,
         *,
         reserve_tokens: int | None = None,
-        on_overflow: OnOverflow = "compact",
-        keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS,
-        trim_to: int | None = None,
-        cache_size: int = DEFAULT_CACHE_SIZE,
+        **options: Unpack[TrimKeywords],
     ) -> Self:
         """A middleware sized for ``chat_model``, like ``TurnTrimmer.for_model``.
 
@@ -145,20 +127,16 @@ class TurnTrimMiddleware(_Base):
         this model's budget when it has no profile) and its own counter, kept
         for the next calls (one calibration per model; the 8 most recent models).
         """
-        middleware = cls(
-            max_tokens=model_budget(chat_model, reserve_tokens),
-            token_counter=model_counter(chat_model),
-            on_overflow=on_overflow,
-            keep_tool_results=keep_tool_results,
-            trim_to=trim_to,
-            cache_size=cache_size,
-        )
+        options.setdefault("on_overflow", AGENT_ON_OVERFLOW)
+        sized = sized_options(chat_model, reserve_tokens, **options)
+        keywords = sized.keywords()
+        middleware = cls(keywords.pop("max_tokens"), **keywords)
         middleware._sizing = _Sizing(chat_model, reserve_tokens)
         return middleware
 
     @property
     def trimmer(self) -> TurnTrimmer:
-        """The ``TurnTrimmer`` holding the budget, the counter and ``on_overflow``."""
+        """The ``TurnTrimmer`` holding the options, the counter and its planner."""
         return self._trimmer
 
     @property
@@ -173,27 +151,14 @@ class TurnTrimMiddleware(_Base):
             f"on_overflow={t.on_overflow!r})"
         )
 
-    # -- the plan ------------------------------------------------------------
-
-    def _plan(
-        self, messages: Sequence[BaseMessage], kinds: Sequence[int] | None, reserved: int
-    ) -> TrimPlan:
-        """The trimmer's plan for ``messages`` with ``reserved`` tokens (the
-        tools) paid once per request, so the plan reads as the whole request."""
-        trimmer = self._trimmer
-        return trimmer.counter.plan(
-            messages, kinds, trimmer.max_tokens, reserved=reserved, trim_to=trimmer.trim_to
-        )
-
-    def trim_request(self, request: ModelRequest[Any]) -> tuple[ModelRequest[Any], TrimReport]:
-        """The request with its messages trimmed, and what was dropped (pure).
+    def trim_request(self, request: ModelRequest[Any]) -> tuple[ModelRequest[Any], TrimReport[Any]]:
+        """The request with its messages trimmed, and what was decided (pure).
 
         The one function behind ``wrap_model_call`` and ``awrap_model_call``.
-        The plan covers the whole request: the planned list is the system
-        message (when there is one) followed by ``request.messages``, and the
-        tools' cost (the counter's ``count_tools``) is included in
-        ``plan.overhead_tokens``. The request is returned as it is when
-        nothing is dropped or compacted. Raises ``TurnTrimOverflowError`` under
+        The decision covers the whole request: the planned list is the system
+        message (when there is one) followed by ``request.messages``, sent
+        with ``request.tools``. The request is returned as it is when nothing
+        is dropped or compacted. Raises ``TurnTrimOverflowError`` under
         ``on_overflow="raise"`` when not even the newest turn fits (under
         ``"compact"``: when not even its skeleton does).
         """
@@ -206,31 +171,24 @@ class TurnTrimMiddleware(_Base):
         sizing = self._sizing
         if sizing is None or model is sizing.model or model is None:
             return self._trimmer
-        return sizing.trimmer_for(model, self._trimmer)
+        return sizing.trimmer_for(model, self._trimmer.options)
 
-    def _trim(self, request: ModelRequest[Any]) -> tuple[ModelRequest[Any], TrimReport, int]:
-        trimmed, report, tools, _ = self._trim_with(request)
-        return trimmed, report, tools
-
-    def _trim_with(
+    def _trim(
         self, request: ModelRequest[Any]
-    ) -> tuple[ModelRequest[Any], TrimReport, int, TurnTrimmer]:
+    ) -> tuple[ModelRequest[Any], TrimReport[Any], TurnTrimmer]:
         trimmer = self.trimmer_for(getattr(request, "model", None))
         system = _system_message(request)
         messages: list[BaseMessage] = list(request.messages)
         planned = messages if system is None else [system, *messages]
-        tools = trimmer.counter.count_tools(request.tools)
         try:
-            # The counter classifies the messages (only the new ones, once it
-            # remembers this agent's history).
-            report = trimmer.report(planned, None, reserved=tools)
+            report = trimmer.decide(planned, tools=request.tools)
         except (TypeError, ValueError):
             _check_kinds(messages)
             raise
-        if not report.dropped and report.compaction is None:
-            return request, report, tools, trimmer
+        if report.compaction is None and len(report.kept) == len(planned):
+            return request, report, trimmer
         kept = report.kept[1:] if system is not None else report.kept
-        return request.override(messages=cast("list[AnyMessage]", kept)), report, tools, trimmer
+        return request.override(messages=cast("list[AnyMessage]", kept)), report, trimmer
 
     # -- the hooks -----------------------------------------------------------
 
@@ -240,8 +198,8 @@ class TurnTrimMiddleware(_Base):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
         """Trim the request's messages (``trim_request``), then call the model."""
-        trimmed, report, tools, trimmer = self._trim_with(request)
-        report_trim(report.plan, extra=_request_extra(request, report, tools))
+        trimmed, report, trimmer = self._trim(request)
+        report_trim(report, extra=_request_extra(request, report))
         response = handler(trimmed)
         _calibrate(trimmer, trimmed, response)
         return response
@@ -252,11 +210,11 @@ class TurnTrimMiddleware(_Base):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """``wrap_model_call`` for async agents (a model's counter runs in a thread)."""
-        if self.trimmer_for(getattr(request, "model", None)).counter.blocking:
-            trimmed, report, tools, trimmer = await run_in_executor(None, self._trim_with, request)
+        if self.trimmer_for(getattr(request, "model", None)).planner.blocking:
+            trimmed, report, trimmer = await run_in_executor(None, self._trim, request)
         else:
-            trimmed, report, tools, trimmer = self._trim_with(request)
-        await areport_trim(report.plan, extra=_request_extra(request, report, tools))
+            trimmed, report, trimmer = self._trim(request)
+        await areport_trim(report, extra=_request_extra(request, report))
         response = await handler(trimmed)
         _calibrate(trimmer, trimmed, response)
         return response
@@ -270,13 +228,15 @@ class TurnTrimStateMiddleware(TurnTrimMiddleware):
     long-lived thread with a checkpointer stops growing; the request is then
     trimmed exactly as ``TurnTrimMiddleware`` does. Same arguments.
 
-    The deletion is planned on the state's messages against ``max_tokens``
+    The deletion is decided on the state's messages against ``max_tokens``
     alone, since ``before_model`` cannot see the system prompt or the tools;
-    the state holds at most a turn or so more than the model sees. The newest
-    turn (the one in progress) is never deleted from the state, even when it
-    does not fit: ``on_overflow`` decides what the model call does then.
-    Messages in an agent's state always have ids (``add_messages`` assigns one
-    to each); a message without one raises ``ValueError`` naming its index.
+    the state holds at most a turn or so more than the model sees. Nothing is
+    deleted while every turn fits; messages before the first user message
+    (a greeting) go only together with the first dropped turn; the newest
+    turn (the one in progress) is never deleted, even when it does not fit:
+    ``on_overflow`` decides what the model call does then. Messages in an
+    agent's state always have ids (``add_messages`` assigns one to each); a
+    message without one raises ``ValueError`` naming its index.
     """
 
     #: What this class trims: the model request, and the state.
@@ -285,22 +245,22 @@ class TurnTrimStateMiddleware(TurnTrimMiddleware):
     def state_update(self, messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
         """The ``before_model`` update (pure).
 
-        ``{"messages": [RemoveMessage(id=...), ...]}`` deleting the messages a
-        trim of ``messages`` to ``max_tokens`` drops, except those of the
-        newest turn; ``None`` when there is nothing to delete.
+        ``{"messages": [RemoveMessage(id=...), ...]}`` deleting what a trim of
+        ``messages`` to ``max_tokens`` removes (``TrimReport.removed``);
+        ``None`` when there is nothing to delete.
         """
         update, _ = self._state_update(messages)
         return update
 
     def _state_update(
         self, messages: Sequence[BaseMessage]
-    ) -> tuple[dict[str, Any] | None, TrimPlan]:
+    ) -> tuple[dict[str, Any] | None, TrimReport[Any]]:
         if not isinstance(messages, Sequence):
             msg = f"state messages must be a sequence of messages, got {type(messages).__name__}"
             raise TypeError(msg)
-        plan = self._plan(messages, None, 0)
-        doomed = [(i, messages[i]) for i in plan.dropped if i < plan.newest_turn_start]
-        return ({"messages": remove_messages(doomed)} if doomed else None), plan
+        report = self._trimmer.decide(messages)
+        removed = removals(report)
+        return ({"messages": removed} if removed else None), report
 
     def before_model(
         self,
@@ -308,8 +268,8 @@ class TurnTrimStateMiddleware(TurnTrimMiddleware):
         runtime: Runtime[Any],  # noqa: ARG002 - LangChain's hook signature
     ) -> dict[str, Any] | None:
         """Delete the turns that no longer fit from the state (see the class docs)."""
-        update, plan = self._state_update(state["messages"])
-        report_trim(plan, extra=_state_extra(update))
+        update, report = self._state_update(state["messages"])
+        report_trim(report, extra=_state_extra(update))
         return update
 
     async def abefore_model(
@@ -319,11 +279,11 @@ class TurnTrimStateMiddleware(TurnTrimMiddleware):
     ) -> dict[str, Any] | None:
         """``before_model`` for async agents."""
         messages = state["messages"]
-        if self._trimmer.counter.blocking:
-            update, plan = await run_in_executor(None, self._state_update, messages)
+        if self._trimmer.planner.blocking:
+            update, report = await run_in_executor(None, self._state_update, messages)
         else:
-            update, plan = self._state_update(messages)
-        await areport_trim(plan, extra=_state_extra(update))
+            update, report = self._state_update(messages)
+        await areport_trim(report, extra=_state_extra(update))
         return update
 
 
@@ -359,45 +319,36 @@ class _Sizing:
     def __init__(self, model: object, reserve_tokens: int | None) -> None:
         self.model = model
         self.reserve_tokens = reserve_tokens
-        self._trimmers: OrderedDict[int, tuple[object, TurnTrimmer]] = OrderedDict()
-        self._lock = threading.Lock()
+        #: id(model) -> (model, its trimmer): the model is held, so its id is not reused.
+        self._trimmers: LRU[tuple[object, TurnTrimmer]] = LRU(self.MODELS)
 
-    def trimmer_for(self, model: object, home: TurnTrimmer) -> TurnTrimmer:
-        with self._lock:
-            entry = self._trimmers.get(id(model))
-            if entry is not None and entry[0] is model:
-                self._trimmers.move_to_end(id(model))
-                return entry[1]
+    def trimmer_for(self, model: object, home: TrimOptions) -> TurnTrimmer:
+        entry = self._trimmers.get(id(model))
+        if entry is not None and entry[0] is model:
+            return entry[1]
         try:
             budget = model_budget(model, self.reserve_tokens)
         except ValueError:  # no profile (or a window smaller than the reserve)
             budget = home.max_tokens
-        trimmer = TurnTrimmer(
+        options = home.replace(
             max_tokens=budget,
             token_counter=model_counter(model),
-            on_overflow=home.on_overflow,
-            keep_tool_results=home.keep_tool_results,
             trim_to=min(home.trim_to, budget) if home.trim_to is not None else None,
-            cache_size=home.cache_size,
         )
-        with self._lock:
-            entry = self._trimmers.get(id(model))
-            if entry is None or entry[0] is not model:  # else another thread was first
-                entry = self._trimmers[id(model)] = (model, trimmer)
-            self._trimmers.move_to_end(id(model))
-            while len(self._trimmers) > self.MODELS:
-                self._trimmers.popitem(last=False)
+        trimmer = TurnTrimmer.from_options(options)
+        entry = self._trimmers.get(id(model))
+        if entry is None or entry[0] is not model:  # else another thread was first
+            entry = (model, trimmer)
+            self._trimmers.put_many(((id(model), entry),))
         return entry[1]
 
 
-def _request_extra(request: ModelRequest[Any], report: TrimReport, tools: int) -> dict[str, Any]:
-    before = len(request.messages)
+def _request_extra(request: ModelRequest[Any], report: TrimReport[Any]) -> dict[str, Any]:
     return {
-        **(trace_extra(report) or {}),
         "mode": "request",
-        "messages_before": before,
-        "messages_after": before - len(report.dropped),
-        "tool_tokens": tools,
+        "messages_before": len(request.messages),
+        "messages_after": len(request.messages) - (report.plan.size - len(report.kept)),
+        "tool_tokens": report.tool_tokens,
     }
 
 

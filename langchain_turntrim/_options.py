@@ -1,17 +1,31 @@
-"""The options every entry point shares, their types and their one validator each."""
+"""The trimming options: one frozen object that every entry point builds, each
+field's validator declared beside it and every default in one place.
+
+Imports nothing from LangChain (the ``turntrim`` command builds it before
+deciding whether it needs LangChain at all). ``token_counter`` is checked when
+it is resolved, by the entry point that counts with it.
+"""
 
 from __future__ import annotations
 
-from typing import Final, Literal, get_args
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, TypedDict, get_args
 
+from langchain_turntrim._core import check_count, check_trim_to
 from langchain_turntrim._safe_repr import safe_repr
 
 __all__ = [
+    "AGENT_ON_OVERFLOW",
+    "DEFAULT_CACHE_SIZE",
     "DEFAULT_KEEP_TOOL_RESULTS",
     "MODES",
     "ON_OVERFLOW",
     "Mode",
     "OnOverflow",
+    "TrimKeywords",
+    "TrimOptions",
     "check_choice",
 ]
 
@@ -26,6 +40,13 @@ ON_OVERFLOW: Final[tuple[str, ...]] = get_args(OnOverflow)
 MODES: Final[tuple[str, ...]] = get_args(Mode)
 #: Tool results of the newest turn that ``"compact"`` leaves intact by default.
 DEFAULT_KEEP_TOOL_RESULTS: Final = 3
+#: Messages whose counts (and histories whose plans) are remembered by default.
+DEFAULT_CACHE_SIZE: Final = 16_384
+#: ``on_overflow`` of the agent middlewares: an agent works inside one long turn.
+AGENT_ON_OVERFLOW: Final[OnOverflow] = "compact"
+
+#: A field's validator: ``(value, the options so far, field name) -> the value to keep``.
+Check = Callable[[Any, "TrimOptions", str], Any]
 
 
 def check_choice(value: object, name: str, choices: tuple[str, ...]) -> None:
@@ -35,3 +56,70 @@ def check_choice(value: object, name: str, choices: tuple[str, ...]) -> None:
         accepted = " or ".join([", ".join(quoted[:-1]), quoted[-1]] if len(quoted) > 1 else quoted)
         msg = f"{name} must be {accepted}, got {safe_repr(value, 80)}"
         raise ValueError(msg)
+
+
+def _count(value: object, _: TrimOptions, name: str) -> int:
+    return check_count(value, name)
+
+
+def _on_overflow(value: object, _: TrimOptions, name: str) -> object:
+    check_choice(value, name, ON_OVERFLOW)
+    return value
+
+
+def _trim_to(value: object, options: TrimOptions, _: str) -> int | None:
+    return check_trim_to(value, options.max_tokens)
+
+
+@dataclass(frozen=True)
+class TrimOptions:
+    """The options of a trim, checked when built (in field order).
+
+    Attributes:
+        max_tokens: The budget for the whole kept list (or request), as the
+            counter counts it.
+        token_counter: What counts tokens (see ``TurnTrimmer``).
+        on_overflow: When not even the newest turn fits beside the pinned
+            messages: ``"drop"`` keeps only them, ``"raise"`` raises,
+            ``"compact"`` compacts the newest turn.
+        keep_tool_results: Under ``"compact"``, how many of the newest tool
+            results are never cleared.
+        trim_to: Cut an over-budget history down to about this many tokens,
+            at a boundary later calls keep (``None``: just under ``max_tokens``).
+        cache_size: How many per-message counts to keep (LRU), and the
+            longest history whose plan is remembered; 0 disables both.
+    """
+
+    max_tokens: int = field(metadata={"check": _count})
+    token_counter: Any = "approximate"
+    on_overflow: OnOverflow = field(default="drop", metadata={"check": _on_overflow})
+    keep_tool_results: int = field(default=DEFAULT_KEEP_TOOL_RESULTS, metadata={"check": _count})
+    trim_to: int | None = field(default=None, metadata={"check": _trim_to})
+    cache_size: int = field(default=DEFAULT_CACHE_SIZE, metadata={"check": _count})
+
+    def __post_init__(self) -> None:
+        for spec in dataclasses.fields(self):
+            check: Check | None = spec.metadata.get("check")
+            if check is not None:
+                object.__setattr__(
+                    self, spec.name, check(getattr(self, spec.name), self, spec.name)
+                )
+
+    def replace(self, **changes: Any) -> TrimOptions:
+        """A copy with ``changes``, checked again."""
+        return dataclasses.replace(self, **changes)
+
+    def keywords(self) -> dict[str, Any]:
+        """Every option by name (what the entry points' keywords are)."""
+        return {spec.name: getattr(self, spec.name) for spec in dataclasses.fields(self)}
+
+
+class TrimKeywords(TypedDict, total=False):
+    """The keyword options every entry point takes after ``max_tokens``
+    (``TrimOptions`` holds their defaults and checks)."""
+
+    token_counter: Any
+    on_overflow: OnOverflow
+    keep_tool_results: int
+    trim_to: int | None
+    cache_size: int

@@ -1,39 +1,106 @@
-"""``TrimReport``: the kept messages, the dropped ones, and the plan's figures."""
+"""``TrimReport``: the decision a trim made, and every figure of it.
+
+Imports nothing from LangChain: the ``turntrim`` command builds one for a
+plain transcript without loading it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from langchain_core.messages import BaseMessage
-
-from langchain_turntrim._compaction import Compaction
 from langchain_turntrim._core import TrimPlan
 
-__all__ = ["TrimReport", "trace_extra"]
+if TYPE_CHECKING:
+    from langchain_turntrim._compaction.ladder import Compaction
+
+__all__ = ["TrimReport"]
+
+_T = TypeVar("_T")
 
 
-@dataclass(frozen=True)
-class TrimReport:
-    """The kept messages and what the trim dropped.
+class TrimReport(Generic[_T]):
+    """What a trim decided: the messages kept (and sent), those left out, the
+    state removals, and every figure.
 
-    ``kept`` and ``dropped`` hold the caller's message objects, in order;
-    every figure of the plan is forwarded (``report.tokens_after`` is
-    ``report.plan.tokens_after``). Under ``on_overflow="compact"``, when the
-    newest turn was compacted, ``compaction`` says how, ``kept`` holds the
-    compacted messages (listed again in ``compacted``) and the figures are
-    those of what is kept: ``plan`` stays the spec's plan, which kept no turn.
+    ``kept``, ``dropped`` and ``removed`` hold the caller's message objects,
+    in order (``kept`` holds compaction's new objects where it made them).
+    Each figure is forwarded from ``plan`` (``report.tokens_before`` is
+    ``report.plan.tokens_before``), except under ``on_overflow="compact"``,
+    when the newest turn was compacted: ``compaction`` says how, and the
+    figures are those of what is kept (``plan`` stays the spec's plan, which
+    kept no turn). ``tokens_after`` is always the counter's count of exactly
+    ``kept`` sent with the request's tools.
     """
 
-    kept: list[BaseMessage]
-    dropped: list[BaseMessage]
-    plan: TrimPlan
-    compaction: Compaction | None = None
+    __slots__ = ("_dropped", "_kept", "_messages", "_removed", "compaction", "plan", "tool_tokens")
+
+    def __init__(
+        self,
+        messages: Sequence[_T],
+        plan: TrimPlan,
+        compaction: Compaction | None = None,
+        tool_tokens: int | None = 0,
+    ) -> None:
+        self._messages = messages
+        self.plan = plan
+        self.compaction = compaction
+        #: The tools' price, part of ``overhead_tokens`` (None when the
+        #: counter prices them inside each whole-list count).
+        self.tool_tokens = tool_tokens
+        self._kept: list[Any] | None = None
+        self._dropped: list[_T] | None = None
+        self._removed: list[_T] | None = None
+
+    # -- what is kept, dropped and removed ---------------------------------------------------
 
     @property
-    def compacted(self) -> list[BaseMessage]:
+    def kept(self) -> list[Any]:
+        """The kept messages, in order: what the trim returns (or sends)."""
+        if self._kept is None:
+            compaction = self.compaction
+            self._kept = compaction.messages if compaction else self.plan.select(self._messages)
+        return self._kept
+
+    @property
+    def kept_indices(self) -> tuple[int, ...]:
+        """The input index of each kept message."""
+        return self.compaction.kept if self.compaction else self.plan.kept
+
+    @property
+    def dropped(self) -> list[_T]:
+        """The caller's messages left out, in order: whole turns (and the
+        messages before the first user message), then, under compaction, the
+        steps it dropped from the newest turn."""
+        if self._dropped is None:
+            plan = self.plan
+            if self.compaction is not None:
+                older = plan.select_dropped(self._messages, plan.newest_turn_start)
+                self._dropped = [*older, *cast("list[_T]", self.compaction.dropped)]
+            else:
+                self._dropped = plan.select_dropped(self._messages) if plan.dropped_count else []
+        return self._dropped
+
+    @property
+    def removed(self) -> list[_T]:
+        """What a state trim deletes: the dropped messages before the newest
+        turn, once a turn is dropped (see ``TrimPlan.removed_until``)."""
+        if self._removed is None:
+            end = self.plan.removed_until
+            self._removed = self.plan.select_dropped(self._messages, end) if end else []
+        return self._removed
+
+    @property
+    def removed_indices(self) -> tuple[int, ...]:
+        """The input index of each of ``removed``."""
+        return self.plan.removed
+
+    @property
+    def compacted(self) -> list[Any]:
         """The new, compacted message objects in ``kept`` (empty unless compacted)."""
         return self.compaction.compacted if self.compaction else []
+
+    # -- the figures ---------------------------------------------------------------------------
 
     @property
     def turns(self) -> int:
@@ -77,15 +144,32 @@ class TrimReport:
 
     @property
     def start_moved(self) -> bool:
-        """The first kept turn differs from the one the history without its
-        newest turn would keep: this call misses a provider's prompt cache."""
+        """The first kept turn differs from the one the previous model call
+        kept (see ``TrimPlan.start_moved``): its prompt prefix is lost."""
         return self.plan.start_moved
 
     @property
     def budget_met(self) -> bool:
-        return self.compaction is not None or self.plan.budget_met
+        return self.tokens_after <= self.plan.max_tokens
 
-
-def trace_extra(report: TrimReport) -> dict[str, Any] | None:
-    """What a compacted trim adds to (and corrects in) the trace summary."""
-    return report.compaction.summary(report.plan) if report.compaction else None
+    def summary(self) -> dict[str, Any]:
+        """The figures the log line, the trace metadata and the event carry, JSON-ready."""
+        plan = self.plan
+        compaction = self.compaction
+        kept = len(compaction.kept) if compaction else plan.size - plan.dropped_count
+        summary: dict[str, Any] = {
+            "max_tokens": plan.max_tokens,
+            "tokens_before": plan.tokens_before,
+            "tokens_after": self.tokens_after,
+            "messages_before": plan.size,
+            "messages_after": kept,
+            "dropped_messages": plan.size - kept,
+            "turns": plan.turns,
+            "dropped_turns": self.dropped_turns,
+            "system_tokens": plan.system_tokens,
+            "budget_met": self.budget_met,
+            "start_moved": plan.start_moved,
+        }
+        if compaction is not None:
+            summary.update(compaction.figures())
+        return summary

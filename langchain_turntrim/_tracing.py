@@ -45,7 +45,7 @@ from langchain_core.runnables.config import (
     var_child_runnable_config,
 )
 
-from langchain_turntrim._core import TrimPlan
+from langchain_turntrim._report import TrimReport
 
 __all__ = [
     "EVENT_NAME",
@@ -79,25 +79,13 @@ SUMMARY_KEYS: Final = (
 )
 
 
-def trim_summary(plan: TrimPlan, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def trim_summary(report: TrimReport[Any], extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The numbers of a trim, JSON-ready: what the log, the trace and the event carry.
 
-    ``SUMMARY_KEYS`` from the plan, then ``extra`` (which may override them).
+    ``SUMMARY_KEYS`` (and compaction's figures) from the report, then
+    ``extra`` (which may override them).
     """
-    dropped = plan.dropped_count
-    summary: dict[str, Any] = {
-        "max_tokens": plan.max_tokens,
-        "tokens_before": plan.tokens_before,
-        "tokens_after": plan.tokens_after,
-        "messages_before": plan.size,
-        "messages_after": plan.size - dropped,
-        "dropped_messages": dropped,
-        "turns": plan.turns,
-        "dropped_turns": plan.dropped_turns,
-        "system_tokens": plan.system_tokens,
-        "budget_met": plan.budget_met,
-        "start_moved": plan.start_moved,
-    }
+    summary = report.summary()
     if extra:
         summary.update(extra)
     return summary
@@ -149,14 +137,14 @@ def observed(callbacks: Callbacks) -> bool:
 
 
 def _prepare(
-    plan: TrimPlan,
+    report: TrimReport[Any],
     run_manager: CallbackManagerForChainRun | AsyncCallbackManagerForChainRun | None,
     extra: Mapping[str, Any] | None,
 ) -> tuple[dict[str, Any], RunnableConfig | None, CallbackManager | None]:
     """Log, set the run's metadata; return the summary, the event's config and,
     inside a run, the manager that dispatches the event (config and manager
     are None when no handler would receive it)."""
-    summary = trim_summary(plan, extra)
+    summary = trim_summary(report, extra)
     if logger.isEnabledFor(logging.DEBUG):
         _log(summary)
     if run_manager is not None:
@@ -187,7 +175,7 @@ def _prepare(
 
 
 def report_trim(
-    plan: TrimPlan,
+    report: TrimReport[Any],
     run_manager: CallbackManagerForChainRun | None = None,
     *,
     extra: Mapping[str, Any] | None = None,
@@ -198,7 +186,7 @@ def report_trim(
     to the function it runs); without it, the run the caller executes in.
     Outside any run only the log line is written; never raises for want of a run.
     """
-    summary, config, manager = _prepare(plan, run_manager, extra)
+    summary, config, manager = _prepare(report, run_manager, extra)
     if manager is not None:  # what dispatch_custom_event does, with the manager at hand
         manager.on_custom_event(EVENT_NAME, summary, run_id=manager.parent_run_id)
     elif config is not None:
@@ -207,13 +195,13 @@ def report_trim(
 
 
 async def areport_trim(
-    plan: TrimPlan,
+    report: TrimReport[Any],
     run_manager: AsyncCallbackManagerForChainRun | None = None,
     *,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``report_trim`` for async code: the custom event is awaited."""
-    summary, config, _ = _prepare(plan, run_manager, extra)
+    summary, config, _ = _prepare(report, run_manager, extra)
     if config is not None:
         await adispatch_custom_event(EVENT_NAME, summary, config=config)
     return summary

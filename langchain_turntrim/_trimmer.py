@@ -1,35 +1,38 @@
-"""``TurnTrimmer``: the turn-atomic trim as a LangChain Runnable."""
+"""``TurnTrimmer``: the turn-atomic trim as a LangChain Runnable (an adapter of ``decide``)."""
 
 from __future__ import annotations
 
 import inspect
-from bisect import bisect_left
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from langchain_core.runnables.config import ensure_config, run_in_executor
-from pydantic import ConfigDict
+from pydantic import ConfigDict, PrivateAttr
 
-from langchain_turntrim._compaction import DEFAULT_KEEP_TOOL_RESULTS, Compaction, decide
-from langchain_turntrim._core import TrimPlan, check_count, check_trim_to
-from langchain_turntrim._counting import (
-    DEFAULT_CACHE_SIZE,
-    CalibratedCounter,
-    ResolvedCounter,
-    TokenCounter,
-    resolve_counter,
-)
-from langchain_turntrim._counting.resolve import _local_counter_for_model
-from langchain_turntrim._errors import check_overflow
+from langchain_turntrim import _pipeline
+from langchain_turntrim._core import TrimPlan
+from langchain_turntrim._counting import Resolved
 from langchain_turntrim._messages import TrimInput, to_messages
-from langchain_turntrim._options import ON_OVERFLOW, OnOverflow, check_choice
-from langchain_turntrim._report import TrimReport, trace_extra
+from langchain_turntrim._options import (
+    DEFAULT_CACHE_SIZE,
+    DEFAULT_KEEP_TOOL_RESULTS,
+    OnOverflow,
+    TrimOptions,
+)
+from langchain_turntrim._planning import MessagePlanner, planner_for
+from langchain_turntrim._report import TrimReport
+from langchain_turntrim._sizing import sized_options
 from langchain_turntrim._tracing import areport_trim, observed, report_trim
 
-__all__ = ["TurnTrimmer", "default_reserve", "model_budget", "model_counter"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from langchain_turntrim._options import TrimKeywords
+
+__all__ = ["TurnTrimmer"]
 
 
 class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
@@ -61,16 +64,17 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
             prompt cache) stays the same until the budget forces the next cut.
             ``None`` (default): just under ``max_tokens``, the spec. Must not
             exceed ``max_tokens`` (a per-call ``max_tokens`` too).
-        cache_size: How many per-message counts to keep (LRU); 0 disables the
-            cache.
+        cache_size: How many per-message counts to keep (LRU), and the
+            longest history remembered between calls; 0 disables both.
 
-    Configuration is checked here, not at the first call, and cannot be
-    changed afterwards (an assignment raises ``AttributeError``): build a new
-    trimmer, or make ``max_tokens`` configurable per call. Copies and pickles
-    work, and start with an empty cache.
+    The options are checked here (``TrimOptions``), not at the first call,
+    and cannot be changed afterwards (an assignment raises ``AttributeError``):
+    build a new trimmer, or make ``max_tokens`` configurable per call. Copies
+    and pickles work, and start with nothing remembered.
     """
 
     max_tokens: int
+    #: The planner ``token_counter`` resolved to (``counter`` is its counter).
     token_counter: Any = "approximate"
     on_overflow: OnOverflow = "drop"
     keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS
@@ -78,33 +82,20 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
     cache_size: int = DEFAULT_CACHE_SIZE
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+    _options: TrimOptions = PrivateAttr()
 
     def __init__(
         self,
         max_tokens: int,
         *,
-        token_counter: Any = "approximate",
-        on_overflow: OnOverflow = "drop",
-        keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS,
-        trim_to: int | None = None,
-        cache_size: int = DEFAULT_CACHE_SIZE,
-        **kwargs: Any,
+        name: str | None = None,
+        **options: Unpack[TrimKeywords],
     ) -> None:
-        check_count(max_tokens)
-        check_trim_to(trim_to, max_tokens)
-        check_count(cache_size, "cache_size")
-        check_count(keep_tool_results, "keep_tool_results")
-        check_choice(on_overflow, "on_overflow", ON_OVERFLOW)
-        counter = resolve_counter(token_counter, cache_size)
-        fields: dict[str, Any] = {
-            "max_tokens": max_tokens,
-            "token_counter": counter,
-            "on_overflow": on_overflow,
-            "keep_tool_results": keep_tool_results,
-            "trim_to": trim_to,
-            "cache_size": cache_size,
-        }
-        super().__init__(**fields, **kwargs)
+        checked = TrimOptions(max_tokens, **options)
+        planner = planner_for(checked.token_counter, checked.cache_size)
+        checked = checked.replace(token_counter=planner)
+        super().__init__(name=name, **checked.keywords())
+        self._options = checked
 
     @classmethod
     def for_model(
@@ -112,10 +103,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         chat_model: Any,
         *,
         reserve_tokens: int | None = None,
-        on_overflow: OnOverflow = "drop",
-        keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS,
-        trim_to: int | None = None,
-        cache_size: int = DEFAULT_CACHE_SIZE,
+        **options: Unpack[TrimKeywords],
     ) -> TurnTrimmer:
         """A trimmer sized for ``chat_model``, counting without a network call.
 
@@ -124,15 +112,15 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         ``default_reserve``), 0 reserves nothing. The counter is
         ``model_counter(chat_model)``: ``TiktokenCounter`` for OpenAI chat
         models, else a ``CalibratedCounter`` that learns from reported usage.
+        The other options are the constructor's.
         """
-        return cls(
-            max_tokens=model_budget(chat_model, reserve_tokens),
-            token_counter=model_counter(chat_model),
-            on_overflow=on_overflow,
-            keep_tool_results=keep_tool_results,
-            trim_to=trim_to,
-            cache_size=cache_size,
-        )
+        return cls.from_options(sized_options(chat_model, reserve_tokens, **options))
+
+    @classmethod
+    def from_options(cls, options: TrimOptions) -> TurnTrimmer:
+        """A trimmer with ``options`` (a ``TrimOptions``)."""
+        keywords = options.keywords()
+        return cls(keywords.pop("max_tokens"), **keywords)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _CONFIGURATION:
@@ -145,10 +133,25 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         super().__delattr__(name)
 
     @property
-    def counter(self) -> ResolvedCounter:
-        """The resolved counter (with its cache): the ``token_counter`` field,
-        which holds it from construction on."""
-        return cast("ResolvedCounter", self.token_counter)
+    def options(self) -> TrimOptions:
+        """The checked options (``token_counter`` resolved to its planner)."""
+        return self._options
+
+    @property
+    def planner(self) -> MessagePlanner:
+        """The planner: chosen by what the counter can do, remembering histories."""
+        planner: MessagePlanner = self._options.token_counter
+        return planner
+
+    @property
+    def counter(self) -> Resolved:
+        """The resolved counter (with its cache)."""
+        return self.planner.counter
+
+    def clear_cache(self) -> None:
+        """Forget the remembered histories and the cached counts (after editing
+        a message in place, say)."""
+        self.planner.clear()
 
     @property
     def InputType(self) -> Any:  # noqa: N802 - Runnable's name
@@ -158,63 +161,34 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
     def OutputType(self) -> Any:  # noqa: N802 - Runnable's name
         return list[BaseMessage]
 
-    def trim_with_report(self, messages: TrimInput) -> TrimReport:
-        """Trim ``messages`` and say what was dropped (and compacted)."""
-        report = self.report(to_messages(messages))
-        report_trim(report.plan, extra=trace_extra(report))
+    # -- the decision, pure ----------------------------------------------------------------
+
+    def report(self, messages: TrimInput, *, tools: Sequence[Any] = ()) -> TrimReport[Any]:
+        """What a trim of ``messages`` decides (kept, dropped and removed
+        messages, every figure), without logging or tracing. ``tools`` are the
+        request's tool schemas, counted once beside the messages."""
+        return self.decide(to_messages(messages), tools=tools)
+
+    def decide(
+        self, messages: Sequence[BaseMessage], *, tools: Sequence[Any] = ()
+    ) -> TrimReport[BaseMessage]:
+        """``report`` of ``BaseMessage`` objects, taken as they are (no
+        conversion: an agent's state or request holds nothing else, and
+        anything else is an error naming its index)."""
+        return _pipeline.decide(messages, self._options, self.planner, tools=tools)
+
+    def plan(self, messages: TrimInput) -> TrimPlan:
+        """The spec's plan behind ``report(messages)``: which whole turns fit."""
+        return self.report(messages).plan
+
+    # -- the adapters ----------------------------------------------------------------------
+
+    def trim_with_report(self, messages: TrimInput) -> TrimReport[Any]:
+        """Trim ``messages`` and say what was dropped (and compacted); logged
+        and traced like ``trim``."""
+        report = self.report(messages)
+        report_trim(report)
         return report
-
-    def plan(self, messages: Sequence[BaseMessage]) -> TrimPlan:
-        """The spec's plan for a list of ``BaseMessage``: which whole turns fit
-        (no compaction, conversion, logging or tracing). Raises under
-        ``on_overflow="raise"`` when not even the newest turn fits."""
-        plan: TrimPlan = self.token_counter.plan(
-            messages, None, self.max_tokens, trim_to=self.trim_to
-        )
-        check_overflow(plan, self.on_overflow)
-        return plan
-
-    def report(
-        self,
-        messages: Sequence[BaseMessage],
-        kinds: Sequence[int] | None = None,
-        *,
-        reserved: int = 0,
-    ) -> TrimReport:
-        """Plan, apply the overflow rule and compact: what every entry point returns, pure.
-
-        ``messages`` are ``BaseMessage`` objects (no conversion), ``kinds``
-        their turn kinds when the caller has them, ``reserved`` tokens (tool
-        schemas) are paid once per request. Nothing is logged or traced.
-        """
-        kept, plan, compaction = self._decide(messages, kinds, reserved)
-        if compaction is not None:
-            # The turns dropped before the newest one (every message before it
-            # but the pinned ones: no turn is kept), then what compaction dropped in it.
-            start = plan.newest_turn_start
-            older = start - bisect_left(plan.pinned, start)
-            dropped = plan.select_dropped(messages)[:older] + compaction.dropped
-        else:
-            dropped = plan.select_dropped(messages) if plan.dropped_count else []
-        return TrimReport(kept=kept, dropped=dropped, plan=plan, compaction=compaction)
-
-    def _decide(
-        self, messages: Sequence[BaseMessage], kinds: Sequence[int] | None, reserved: int
-    ) -> tuple[list[BaseMessage], TrimPlan, Compaction | None]:
-        """``report`` without the dropped list: the kept messages, the plan, the compaction."""
-        plan, compaction = decide(
-            messages,
-            kinds,
-            self.token_counter,
-            self.max_tokens,
-            on_overflow=self.on_overflow,
-            keep_tool_results=self.keep_tool_results,
-            trim_to=self.trim_to,
-            reserved=reserved,
-        )
-        if compaction is not None:
-            return compaction.messages, plan, compaction
-        return plan.select(messages), plan, None
 
     def trim(self, messages: TrimInput) -> list[BaseMessage]:
         """The kept messages, without a run of its own.
@@ -227,22 +201,20 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
     def _trim_in_run(
         self, value: TrimInput, run_manager: CallbackManagerForChainRun | None = None
     ) -> list[BaseMessage]:
-        kept, plan, compaction = self._decide(to_messages(value), None, 0)
-        report_trim(plan, run_manager, extra=compaction.summary(plan) if compaction else None)
-        return kept
+        report = self.report(value)
+        report_trim(report, run_manager)
+        return report.kept
 
     async def _atrim_in_run(
         self, value: TrimInput, run_manager: AsyncCallbackManagerForChainRun | None = None
     ) -> list[BaseMessage]:
-        items = to_messages(value)
-        if self.token_counter.blocking:
+        if self.planner.blocking:
             # A model's counter may be a network call: keep the loop free.
-            kept, plan, compaction = await run_in_executor(None, self._decide, items, None, 0)
+            report = await run_in_executor(None, self.report, value)
         else:
-            kept, plan, compaction = self._decide(items, None, 0)
-        extra = compaction.summary(plan) if compaction else None
-        await areport_trim(plan, run_manager, extra=extra)
-        return kept
+            report = self.report(value)
+        await areport_trim(report, run_manager)
+        return report.kept
 
     def invoke(
         self,
@@ -292,55 +264,3 @@ def _refuse_change(trimmer: TurnTrimmer, name: str) -> None:
 # invoke's fixed cost low.
 for _method in (TurnTrimmer._trim_in_run, TurnTrimmer._atrim_in_run):  # noqa: SLF001 - its own class
     setattr(_method, "__signature__", inspect.signature(_method))  # noqa: B010
-
-
-def model_counter(chat_model: Any) -> ResolvedCounter | TokenCounter:
-    """The counter ``for_model`` uses: never a network call.
-
-    OpenAI chat models count exactly with ``TiktokenCounter`` (as
-    ``get_num_tokens_from_messages`` does, without the round trip); every
-    other model gets a ``CalibratedCounter`` on the approximate counter, which
-    learns the provider's count from the usage each call reports.
-    """
-    return _local_counter_for_model(chat_model) or CalibratedCounter()
-
-
-def _window(chat_model: Any) -> int:
-    profile = getattr(chat_model, "profile", None)
-    limit = profile.get("max_input_tokens") if isinstance(profile, dict) else None
-    if not isinstance(limit, int) or isinstance(limit, bool):
-        name = type(chat_model).__name__
-        msg = (
-            f"{name} has no profile['max_input_tokens'] to size the budget from; "
-            f"pass max_tokens explicitly (e.g. TurnTrimmer(max_tokens=..., token_counter=model))"
-        )
-        raise ValueError(msg)  # noqa: TRY004 - the profile lacks a value: not a type error
-    return limit
-
-
-def default_reserve(chat_model: Any) -> int:
-    """Room left for the reply when ``reserve_tokens`` is not given:
-    ``min(max_output_tokens, max_input_tokens // 4)`` from the model's
-    profile, or a quarter of ``max_input_tokens`` when it has no
-    ``max_output_tokens``."""
-    limit = _window(chat_model)
-    output = chat_model.profile.get("max_output_tokens")
-    quarter = limit // 4
-    if isinstance(output, int) and not isinstance(output, bool) and output >= 0:
-        return min(output, quarter)
-    return quarter
-
-
-def model_budget(chat_model: Any, reserve_tokens: int | None) -> int:
-    """``chat_model.profile["max_input_tokens"] - reserve_tokens``, checked
-    (``default_reserve`` when ``reserve_tokens`` is None)."""
-    if reserve_tokens is not None:
-        check_count(reserve_tokens, "reserve_tokens")
-    limit = _window(chat_model)
-    if reserve_tokens is None:
-        reserve_tokens = default_reserve(chat_model)
-    budget = limit - reserve_tokens
-    if budget < 0:
-        msg = f"reserve_tokens ({reserve_tokens}) exceeds the model's max_input_tokens ({limit})"
-        raise ValueError(msg)
-    return budget

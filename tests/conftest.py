@@ -79,15 +79,13 @@ def _unchanged(plan: Callable[..., Any], position: int) -> Callable[..., Any]:
 
 @pytest.fixture(autouse=True)
 def _histories_are_never_mutated(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every history planned in any test (by trim_history, TurnTrimmer in all
-    its entry points, or the middleware) is checked to be unchanged once the
-    plan is made or has raised."""
-    from langchain_turntrim import TurnTrimmer, TurnTrimMiddleware, _core
+    """Every history decided on in any test (by every entry point: TurnTrimmer,
+    trim_turns, the middlewares, trim_update, the command) is checked to be
+    unchanged once the decision is made or has raised: they all go through
+    the one pipeline. (``trim_history`` is checked by the core's properties.)"""
+    from langchain_turntrim import _pipeline
 
-    monkeypatch.setattr(_core, "plan_trim", _unchanged(_core.plan_trim, 0))
-    monkeypatch.setattr(TurnTrimmer, "plan", _unchanged(TurnTrimmer.plan, 1))
-    monkeypatch.setattr(TurnTrimmer, "_decide", _unchanged(TurnTrimmer._decide, 1))
-    monkeypatch.setattr(TurnTrimMiddleware, "_plan", _unchanged(TurnTrimMiddleware._plan, 1))
+    monkeypatch.setattr(_pipeline, "decide", _unchanged(_pipeline.decide, 0))
 
 
 @pytest.fixture

@@ -40,3 +40,22 @@ def reference_trim(messages: Sequence[Mapping[str, Any]], max_tokens: int) -> li
     keep = {i for turn in turns for i in turn}
     keep |= {i for i, m in enumerate(messages) if m["role"] in PINNED_ROLES}
     return [m for i, m in enumerate(messages) if i in keep]
+
+
+def reference_start_moved(messages: Sequence[Mapping[str, Any]], max_tokens: int) -> bool:
+    """Whether this call's first kept turn differs from the previous model call's.
+
+    The previous model call was sent the history up to, not including, its
+    newest assistant message; a move is a different first kept message after
+    the pinned ones, where the previous call kept one.
+    """
+    replies = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
+    if not replies:
+        return False
+
+    def first_kept(history: Sequence[Mapping[str, Any]]) -> Any:
+        kept = reference_trim(history, max_tokens)
+        return next((m for m in kept if m["role"] not in PINNED_ROLES), None)
+
+    before = first_kept(messages[: replies[-1]])
+    return before is not None and before is not first_kept(messages)

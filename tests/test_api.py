@@ -8,17 +8,20 @@ import inspect
 import pickle
 import subprocess
 import sys
-from typing import Any, get_args
+from collections.abc import Callable
+from dataclasses import fields
+from typing import Any, get_args, get_type_hints
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 import langchain_turntrim
 from langchain_turntrim import (
-    DEFAULT_CACHE_SIZE,
+    ApproximateCounter,
     Mode,
     OnOverflow,
     TiktokenCounter,
+    TrimOptions,
     TrimReport,
     TurnTrimmer,
     TurnTrimMiddleware,
@@ -26,6 +29,7 @@ from langchain_turntrim import (
     trim_turns,
 )
 from langchain_turntrim._cli.app import _build_parser
+from langchain_turntrim._options import DEFAULT_CACHE_SIZE, TrimKeywords
 
 ENTRY_POINTS = [TurnTrimmer.__init__, TurnTrimMiddleware.__init__, trim_turns]
 #: The options every entry point shares, with their one default.
@@ -53,12 +57,30 @@ def test_every_option_after_max_tokens_is_keyword_only(function: Any) -> None:
         assert param.kind is param.KEYWORD_ONLY, f"{function.__qualname__}: {param.name}"
 
 
+#: Each entry point built with max_tokens alone, and its options.
+BUILT: dict[str, Callable[[], TrimOptions]] = {
+    "TurnTrimmer.__init__": lambda: TurnTrimmer(1).options,
+    "TurnTrimMiddleware.__init__": lambda: TurnTrimMiddleware(1).trimmer.options,
+    "trim_turns": lambda: trim_turns(max_tokens=1).options,  # type: ignore[attr-defined]
+}
+
+
 @pytest.mark.parametrize("function", ENTRY_POINTS, ids=lambda f: f.__qualname__)
 def test_shared_options_have_the_same_names_and_defaults(function: Any) -> None:
-    defaults = {p.name: p.default for p in parameters(function)}
+    # Every entry point takes the same keywords (TrimKeywords) and builds the
+    # one options object, whose fields hold the defaults.
+    (options,) = [p for p in parameters(function) if p.kind is p.VAR_KEYWORD]
+    assert options.annotation == "Unpack[TrimKeywords]"
+    keywords = set(get_type_hints(TrimKeywords))
+    assert keywords == {f.name for f in fields(TrimOptions)} - {"max_tokens"}
+    built = BUILT[function.__qualname__]()
     for name, default in SHARED.items():
         expected = EXCEPTIONS.get((function.__qualname__, name), default)
-        assert defaults[name] == expected, f"{function.__qualname__}: {name}"
+        value = getattr(built, name)
+        if name == "token_counter":  # resolved: the approximate counter's planner
+            assert isinstance(value.counter, ApproximateCounter), function.__qualname__
+            continue
+        assert value == expected, f"{function.__qualname__}: {name}"
 
 
 @pytest.mark.parametrize(
@@ -69,8 +91,9 @@ def test_shared_options_have_the_same_names_and_defaults(function: Any) -> None:
 def test_for_model_takes_the_model_then_keywords(function: Any) -> None:
     model, *options = parameters(function)
     assert model.name == "chat_model"
-    assert all(p.kind is p.KEYWORD_ONLY for p in options)
+    assert all(p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in options)
     assert {p.name: p.default for p in options}["reserve_tokens"] is None
+    assert options[-1].annotation == "Unpack[TrimKeywords]"
 
 
 def test_the_command_line_uses_the_same_option_names() -> None:
@@ -89,7 +112,10 @@ def test_option_types_are_exported() -> None:
     assert set(get_args(Mode)) == {"request", "state"}
     assert TurnTrimMiddleware.mode == "request"
     assert TurnTrimStateMiddleware.mode == "state"
-    assert {"Mode", "OnOverflow", "TrimInput", "ResolvedCounter"} <= set(langchain_turntrim.__all__)
+    assert {"Mode", "OnOverflow", "TrimOptions"} <= set(langchain_turntrim.__all__)
+    # What users never construct stays private (resolution and wrappers are internal).
+    private = {"CachedCounter", "ResolvedCounter", "WholeListCounter", "resolve_counter"}
+    assert not private & set(langchain_turntrim.__all__)
     for name in langchain_turntrim.__all__:
         assert getattr(langchain_turntrim, name) is not None
 
@@ -113,7 +139,7 @@ def test_report_forwards_every_plan_figure() -> None:
     figures = [
         name
         for name, value in vars(TrimReport).items()
-        if isinstance(value, property) and name not in ("kept", "dropped")
+        if isinstance(value, property) and name not in ("kept", "dropped", "removed")
     ]
     assert set(figures) >= {"turns", "kept_turns", "overhead_tokens", "newest_turn_tokens"}
     for name in figures:

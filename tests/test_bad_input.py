@@ -34,7 +34,6 @@ from langchain_core.messages import (
 
 from langchain_turntrim import (
     ApproximateCounter,
-    CachedCounter,
     TiktokenCounter,
     TurnTrimmer,
     TurnTrimMiddleware,
@@ -47,6 +46,7 @@ from langchain_turntrim import (
     trim_update,
 )
 from langchain_turntrim._cli import main
+from langchain_turntrim._counting import CachedCounter
 from tests.helpers import arun, rec, snapshot
 
 #: The expected outcome of a command-line case: exit status 2.
@@ -1193,7 +1193,7 @@ CASES = [
         "TurnTrimMiddleware-mode-is-a-class",
     ),
     p(
-        lambda h: TurnTrimMiddleware(10, "approximate"),  # type: ignore[call-arg]
+        lambda h: TurnTrimMiddleware(10, "approximate"),  # type: ignore[call-arg, arg-type]
         None,
         TypeError,
         "takes 2 positional arguments but 3 were given",

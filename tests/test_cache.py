@@ -28,9 +28,9 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.tool import tool_call_chunk
 
-from langchain_turntrim import CachedCounter, TiktokenCounter, TurnTrimmer, per_list
+from langchain_turntrim import TiktokenCounter, TurnTrimmer, per_list
+from langchain_turntrim._counting import CachedCounter, WholeListCounter, keys
 from langchain_turntrim._counting import cache as cache_module
-from langchain_turntrim._counting import keys
 from langchain_turntrim._counting.keys import fields_keys, message_key
 from tests import strategies as lcst
 
@@ -124,7 +124,7 @@ def _one_digest(values: Any) -> bytes | None:
     pickler.fast = True
     try:
         pickler.dump(values)
-    except (keys._UnkeyableError, RecursionError, ValueError):
+    except (keys.UnkeyableError, RecursionError, ValueError):
         return None
     return hashlib.sha256(buffer.getvalue()).digest()
 
@@ -291,14 +291,16 @@ def test_per_list_follows_cache_size() -> None:
         return len(messages)
 
     trimmer = TurnTrimmer(max_tokens=100, token_counter=per_list(count), cache_size=0)
-    assert trimmer.counter.maxsize == 0  # type: ignore[attr-defined]
+    assert isinstance(trimmer.counter, WholeListCounter)
+    assert trimmer.counter.cache_size == 0
     history = [HumanMessage("hi"), AIMessage("hello")]
     trimmer.invoke(history)
     first = len(calls)
     trimmer.invoke(history)
     assert len(calls) == 2 * first > 0
     sized = TurnTrimmer(max_tokens=100, token_counter=per_list(count), cache_size=7)
-    assert sized.counter.maxsize == 7  # type: ignore[attr-defined]
+    assert isinstance(sized.counter, WholeListCounter)
+    assert sized.counter.cache_size == 7
 
 
 # -- 5. eviction ----------------------------------------------------------------------------
@@ -306,7 +308,7 @@ def test_per_list_follows_cache_size() -> None:
 
 def test_the_identity_layer_evicts_the_least_recently_used() -> None:
     tally = Tally()
-    cached = CachedCounter(tally, maxsize=2)
+    cached = CachedCounter(tally, cache_size=2)
     a, b, c = HumanMessage("a"), HumanMessage("b"), HumanMessage("c")
     cached.count_each([a, b])
     cached.count_each([a])  # a is now the most recently used
@@ -327,7 +329,7 @@ class Peak(OrderedDict):  # type: ignore[type-arg]
 
 
 def test_a_long_call_never_holds_more_than_maxsize_entries() -> None:
-    cached = CachedCounter(Tally(), maxsize=64)
+    cached = CachedCounter(Tally(), cache_size=64)
     cached._cache._data = content = Peak()
     cached._known = identity = Peak()
     messages = [HumanMessage(f"m{i}") for i in range(2_000)]

@@ -27,14 +27,9 @@ from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
-from langchain_turntrim import (
-    ApproximateCounter,
-    CachedCounter,
-    CalibratedCounter,
-    CalibrationCallback,
-    TurnTrimmer,
-    resolve_counter,
-)
+from langchain_turntrim import ApproximateCounter, CalibratedCounter, TurnTrimmer
+from langchain_turntrim._counting import CachedCounter, resolve_counter
+from langchain_turntrim._counting.callback import CalibrationCallback
 from langchain_turntrim._middleware import TurnTrimMiddleware
 
 

@@ -551,3 +551,50 @@ def test_subprocess_trim_never_imports_rich(tmp_path):
     done = run_python("-c", script)
     assert (done.returncode, done.stderr) == (0, "")
     assert [m["id"] for m in json.loads(done.stdout)] == ["s0", "u2", "a2"]
+
+
+def test_report_shows_the_compaction_trim_writes(tmp_path, capsys):
+    """Under --on-overflow compact, the report shows the decision trim makes:
+    the newest turn compacted, and the totals of what is written."""
+    chat: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a support agent."},
+        {"role": "user", "content": "old question"},
+        {"role": "assistant", "content": "old answer"},
+        {"role": "user", "content": "My line is down."},
+    ]
+    for step in range(8):
+        chat.append(
+            {
+                "role": "assistant",
+                "content": f"Running check {step}.",
+                "tool_calls": [
+                    {
+                        "id": f"call{step}",
+                        "type": "function",
+                        "function": {"name": "run_diagnostic", "arguments": f'{{"check": {step}}}'},
+                    }
+                ],
+            }
+        )
+        chat.append({"role": "tool", "tool_call_id": f"call{step}", "content": "log line\n" * 150})
+    path = write_json(tmp_path, "agent.json", chat)
+    args = (path, "--max-tokens", "2000", "--on-overflow", "compact")
+    code, written, _ = run(capsys, "trim", *args)
+    assert code == 0
+    after = ApproximateCounter().count(convert_to_messages(json.loads(written)))
+    assert after <= 2000
+    code, out, _ = run(capsys, "report", *args)
+    assert code == 0
+    rows = {
+        line.split()[1]: line.split()
+        for line in out.splitlines()
+        if line.split()[:1] in (["1"], ["2"])
+    }
+    assert rows["old"][-1] == "dropped"
+    assert rows["My"][-1] == "compacted"
+    assert (
+        f"after   {after:,}  tokens (1 turn, {len(json.loads(written))} messages; 1 turn dropped"
+        in out
+    )
+    assert f"{100 * after / 2000:.0f}% used" in out
+    assert f"compact: the newest turn is kept in {after:,} tokens" in out

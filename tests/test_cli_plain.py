@@ -14,15 +14,10 @@ from hypothesis import strategies as st
 from langchain_turntrim import TiktokenCounter
 from langchain_turntrim._cli import app
 from langchain_turntrim._cli.conversion import to_messages
-from langchain_turntrim._cli.planning import (
-    Overflow,
-    choose_counter,
-    plain_counter,
-    plan_plain,
-    plan_transcript,
-)
+from langchain_turntrim._cli.planning import choose_counter, plain_counter, plan_transcript
 from langchain_turntrim._cli.transcript import InputError, Transcript
-from langchain_turntrim._counting.openai_chat import PlainCounter
+from langchain_turntrim._counting.openai.chat import PlainCounter
+from langchain_turntrim._options import TrimOptions
 from tests import strategies
 from tests.helpers import run_cli, run_python, write_json
 
@@ -125,24 +120,34 @@ def test_a_plain_plan_is_the_full_plan(
     trim_to: float | None,
     tools: list[Any] | None,
 ) -> None:
-    overflow = Overflow(on_overflow, 1, None if trim_to is None else int(budget * trim_to))
+    options = TrimOptions(
+        budget,
+        on_overflow=on_overflow,
+        keep_tool_results=1,
+        trim_to=None if trim_to is None else int(budget * trim_to),
+    )
     counter = plain_counter("tiktoken:gpt-4")
     assert counter is not None
-    planned = plan_plain(transcript(messages, tools), counter, budget, overflow)
-    if planned is None:
-        return  # planned in full: nothing to compare
-    assert not tools
-    full = plan_transcript(
-        transcript(messages, tools),
-        choose_counter("tiktoken:gpt-4"),
-        budget,
-        overflow,
-        with_costs=True,
-    )
-    assert full.compaction is None
-    assert planned.plan == full.plan
-    assert planned.kept() == full.kept()
-    assert (planned.kinds, planned.costs) == (full.kinds, full.costs)
+
+    def outcome(plain: PlainCounter | None) -> object:
+        """The decision (or the error) with the plain path allowed, or not."""
+        try:
+            planned = plan_transcript(
+                transcript(messages, tools),
+                lambda: choose_counter("tiktoken:gpt-4"),
+                options,
+                plain=plain,
+                with_costs=True,
+            )
+        except InputError as error:
+            return str(error)
+        compaction = planned.compaction
+        figures = None if compaction is None else (compaction.figures(), compaction.tokens_after)
+        return planned.plan, planned.kept(), planned.kinds, planned.costs, figures
+
+    # Under every overflow rule (compaction included), whether the transcript
+    # is plain or not: the same decision as the full path's.
+    assert outcome(counter) == outcome(None)
 
 
 def test_the_command_writes_what_the_full_path_writes(

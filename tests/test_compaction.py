@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,12 +35,14 @@ from langchain_turntrim import (
     TurnTrimmer,
     TurnTrimMiddleware,
     TurnTrimOverflowError,
-    _cutting,
     per_list,
+    per_message,
     trim_turns,
     trim_update,
 )
 from langchain_turntrim._cli import main
+from langchain_turntrim._compaction import edits
+from langchain_turntrim._compaction.fit import WHOLE_LIST_COUNTS
 from tests.lc import LENGTH, check_conversation
 
 FILLER = "the quick brown fox jumps over the lazy dog 0123456789 "
@@ -120,11 +123,11 @@ def steps_of(history: Sequence[BaseMessage]) -> list[str]:
 
 def smallest(message: BaseMessage, count: Callable[[list[BaseMessage]], int]) -> int:
     """A lower bound of what compaction can cut ``message`` to (``count`` of one message)."""
-    cut = _cutting.with_text(message, _cutting.cut(_cutting.text(message), 0))
-    forms = [message, cut]
+    truncated = edits.with_text(message, edits.truncate(edits.text(message), 0))
+    forms = [message, truncated]
     if isinstance(message, ToolMessage):
         forms.append(
-            _cutting.with_result_text(message, "[result of tool_0 cleared to fit the context]")
+            edits.with_result_text(message, "[result of tool_0 cleared to fit the context]")
         )
     return min(count([form]) for form in forms)
 
@@ -302,7 +305,7 @@ def test_the_report_and_trace_carry_the_figures() -> None:
     report = trimmer.trim_with_report(history)
     compaction = report.compaction
     assert compaction is not None
-    summary = compaction.summary(report.plan)
+    summary = report.summary()
     assert summary["tokens_after"] == report.tokens_after
     assert summary["messages_after"] == len(report.kept)
     assert summary["cleared_tokens"] == compaction.cleared_tokens > 1_000
@@ -342,7 +345,7 @@ def test_tool_results_in_user_messages_continue_the_turn() -> None:
     compact = TurnTrimmer(max_tokens=300, on_overflow="compact").trim_with_report(history)
     (cleared,) = compact.compacted
     assert cleared.id == "res"
-    assert cleared.content[0]["tool_use_id"] == "toolu_1"  # type: ignore[index]
+    assert cleared.content[0]["tool_use_id"] == "toolu_1"
     check_conversation(compact.kept)
 
 
@@ -611,7 +614,7 @@ def test_the_trace_carries_the_compaction_figures() -> None:
     (data,) = events.seen
     report = trimmer.trim_with_report(history)
     assert report.compaction is not None
-    assert data == {**data, **report.compaction.summary(report.plan)}
+    assert data == {**data, **report.summary()}
     assert data["messages_after"] == len(kept)
     assert data["tokens_after"] == count_tokens_approximately(kept)
     assert data["budget_met"] is True
@@ -635,3 +638,60 @@ def test_the_cli_reads_tool_results_in_user_messages_as_part_of_the_turn(
     budget = count_tokens_approximately(convert_to_messages(chat[2:])) + 1
     assert main(["trim", str(path), "--max-tokens", str(budget)]) == 0
     assert json.loads(capsys.readouterr().out) == chat[2:]  # the result stays with its call
+
+
+# -- whole-list counters: as good as the additive counter of the same scale ------------------
+
+
+class ScaledCounts:
+    """Each message costs ``scale`` times its approximate count, rounded up;
+    counted whole (``per_list``) or per message (``per_message``), and every
+    whole-list call is recorded."""
+
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+        self.calls = 0
+
+    def one(self, message: BaseMessage) -> int:
+        return math.ceil(self.scale * count_tokens_approximately([message]))
+
+    def whole(self, messages: list[BaseMessage]) -> int:
+        self.calls += 1
+        check_conversation(messages)
+        return sum(map(self.one, messages))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scale", [0.5, 1.0, 1.3, 2.0])
+@settings(max_examples=100, deadline=None)
+@given(history=long_turns(), data=st.data())
+def test_whole_list_compaction_is_as_good_as_additive_compaction(
+    scale: float, history: list[BaseMessage], data: st.DataObject
+) -> None:
+    counts = ScaledCounts(scale)
+    total = counts.whole(history[:1] + history[1:])
+    budget = data.draw(st.integers(0, total + 20) | st.integers(total // 4, total), label="budget")
+    additive = TurnTrimmer(budget, token_counter=per_message(counts.one), on_overflow="compact")
+    whole = TurnTrimmer(budget, token_counter=per_list(counts.whole), on_overflow="compact")
+    try:
+        expected = additive.trim_with_report(history)
+    except TurnTrimOverflowError:
+        expected = None
+    counts.calls = 0
+    try:
+        report = whole.trim_with_report(history)
+    except TurnTrimOverflowError:
+        # Never where the additive counter of the same scale succeeds.
+        assert expected is None
+        return
+    if report.compaction is not None:
+        # The plan's search, then at most WHOLE_LIST_COUNTS for the compaction.
+        assert counts.calls <= 8 + WHOLE_LIST_COUNTS
+    # Within budget, by the counter's own count of the request sent (pinned first).
+    sent: list[BaseMessage] = [m for m in report.kept if isinstance(m, SystemMessage)]
+    sent += [m for m in report.kept if not isinstance(m, SystemMessage)]
+    assert report.tokens_after == counts.whole(sent) <= budget
+    if expected is not None and expected.compaction is not None:
+        assert report.compaction is not None
+        # It uses the budget about as well (it searches, at most 6 counts).
+        assert report.tokens_after >= 0.8 * expected.tokens_after - 20

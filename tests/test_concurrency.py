@@ -8,7 +8,9 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from langchain_turntrim import ApproximateCounter, CachedCounter, TrimInput, TurnTrimmer
+from langchain_turntrim import ApproximateCounter, TurnTrimmer
+from langchain_turntrim._counting import CachedCounter
+from langchain_turntrim._messages import TrimInput
 
 
 def histories(count: int) -> list[list[BaseMessage]]:
@@ -44,7 +46,7 @@ def test_hundred_concurrent_ainvoke_match_sequential() -> None:
 
 def test_cache_is_never_corrupted() -> None:
     items = histories(64)
-    cached = CachedCounter(ApproximateCounter(), maxsize=500)
+    cached = CachedCounter(ApproximateCounter(), cache_size=500)
     trimmer = TurnTrimmer(max_tokens=150, token_counter=cached)
     inputs: list[TrimInput] = list(items * 4)
     trimmer.batch(inputs, config={"max_concurrency": 8})

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from langchain_turntrim import TrimPlan, plan_trim, trim_history
 from tests.helpers import rec, snapshot
 from tests.records import histories_and_budgets
-from tests.reference import PINNED_ROLES, reference_trim
+from tests.reference import PINNED_ROLES, reference_start_moved, reference_trim
 
 PROPERTY = settings(max_examples=2000, deadline=None)
 
@@ -84,6 +84,16 @@ def test_invariants(case: tuple[list[dict[str, Any]], int]) -> None:
     if len(kept_turns) < len(turns):
         older = turns[len(turns) - len(kept_turns) - 1]
         assert total + sum(messages[i]["tokens"] for i in older) > budget
+
+
+@pytest.mark.slow
+@PROPERTY
+@given(histories_and_budgets())
+def test_start_moved_compares_with_the_previous_model_call(
+    case: tuple[list[dict[str, Any]], int],
+) -> None:
+    messages, budget = case
+    assert plan_trim(messages, budget).start_moved == reference_start_moved(messages, budget)
 
 
 @pytest.mark.slow
@@ -160,8 +170,12 @@ def test_spec_sample_plan() -> None:
         max_tokens=100,
         newest_turn_tokens=50,
         newest_turn_start=3,
-        start_moved=True,  # [s0, u1, a1] alone fits: this call moves the start
+        # The previous model call was sent [s0, u1, a1, u2] (105 tokens): it
+        # kept u2 onwards too, so this call's start is where that one's was.
+        start_moved=False,
     )
+    # Before u2 was asked, [s0, u1] was sent; [s0, u1, a1, u2] keeps u2 alone.
+    assert plan_trim(SAMPLE[:4], 100).start_moved
     assert plan.kept == (0, 3, 4)
     assert plan.dropped == (1, 2)
     assert plan.budget_met

@@ -31,28 +31,27 @@ from langchain_core.tools import tool
 
 from langchain_turntrim import (
     ApproximateCounter,
-    CachedCounter,
     CalibratedCounter,
-    ResolvedCounter,
     TiktokenCounter,
     TokenCounter,
     TrimPlan,
     per_list,
     per_message,
-    resolve_counter,
 )
+from langchain_turntrim._counting import CachedCounter, ResolvedCounter, resolve_counter
 from langchain_turntrim._messages import message_kinds
+from langchain_turntrim._planning import planner_for
 from tests import strategies
 from tests.lc import check_conversation
 
 
 class CountingChatModel(GenericFakeChatModel):
-    """A chat model that counts like a provider: 3 per request plus each
-    message's text length, and only for conversations a provider accepts."""
+    """A chat model that counts like a provider: 3 per request, each message's
+    text length and 10 per tool, and only for conversations a provider accepts."""
 
     def get_num_tokens_from_messages(self, messages: list[BaseMessage], tools: Any = None) -> int:
         check_conversation(messages)
-        return 3 + sum(len(m.text) for m in messages)
+        return 3 + sum(len(m.text) for m in messages) + 10 * len(tools or [])
 
 
 def text_length(message: BaseMessage) -> int:
@@ -101,7 +100,7 @@ COUNTERS = {
     "per_list": Case(lambda: per_list(texts_length), additive=False, blocking=True),
     "cached-approximate": Case(lambda: CachedCounter(ApproximateCounter())),
     "cached-tiktoken": Case(lambda: CachedCounter(TiktokenCounter("gpt-4"))),
-    "cached-per_message": Case(lambda: CachedCounter(per_message(text_length), maxsize=4)),
+    "cached-per_message": Case(lambda: CachedCounter(per_message(text_length), cache_size=4)),
     "model": Case(lambda: resolve_counter(model()), additive=False, blocking=True),
     "calibrated": Case(calibrated),
 }
@@ -282,32 +281,37 @@ class TestEveryResolvedCounter(TestEveryCounter):
         if case.additive:
             assert total == counter.overhead + sum(counter.count_each(CONVERSATION))
 
-    def test_no_tools_cost_nothing(self, counter: Any) -> None:
-        assert counter.count_tools([]) == 0
+    def test_no_tools_cost_nothing(self, case: Case, counter: Any) -> None:
+        assert counter.count(CONVERSATION, []) == counter.count(CONVERSATION)
+        if case.additive:
+            assert counter.count_tools([]) == 0
 
-    def test_a_tool_costs_an_int_above_zero(self, counter: Any) -> None:
-        cost = counter.count_tools([lookup])
+    def test_a_tool_costs_an_int_above_zero(self, case: Case, counter: Any) -> None:
+        alone = counter.count(CONVERSATION)
+        cost = counter.count(CONVERSATION, [lookup]) - alone
         assert type(cost) is int
         assert cost > 0
-        assert counter.count_tools([lookup, lookup]) >= cost
+        assert counter.count(CONVERSATION, [lookup, lookup]) - alone >= cost
+        if case.additive:
+            assert counter.count_tools([lookup]) == cost
 
-    @pytest.mark.parametrize("reserved", [0, 7])
-    def test_plan_agrees_with_count(self, case: Case, counter: Any, reserved: int) -> None:
+    @pytest.mark.parametrize("tools", [[], [lookup]])
+    def test_plan_agrees_with_count(self, case: Case, counter: Any, tools: list[Any]) -> None:
         kinds = message_kinds(CONVERSATION)
-        everything = counter.count(CONVERSATION) + reserved
+        planner = planner_for(counter, 0)
+        everything = counter.count(CONVERSATION, tools)
         for budget in [0, 5, everything // 3, everything // 2, everything - 1, everything, 10**9]:
-            plan = counter.plan(CONVERSATION, kinds, budget, reserved=reserved)
+            plan = planner.plan(CONVERSATION, kinds, budget, tools=tools)
             assert isinstance(plan, TrimPlan)
             assert (plan.size, plan.max_tokens, plan.turns) == (len(CONVERSATION), budget, 3)
             assert sorted(plan.kept + plan.dropped) == list(range(len(CONVERSATION)))
-            assert plan.overhead_tokens >= reserved
             assert plan.budget_met == (plan.tokens_after <= budget)
             kept = plan.select(CONVERSATION)
             if plan.kept_turns:
-                assert plan.tokens_after == counter.count(kept) + reserved, budget
+                assert plan.tokens_after == counter.count(kept, tools), budget
                 assert plan.budget_met
             if case.additive:
-                assert plan.overhead_tokens == counter.overhead + reserved
+                assert plan.overhead_tokens == counter.overhead + counter.count_tools(tools)
                 assert plan.tokens_before == everything
             if budget >= everything:
                 assert plan.dropped == ()

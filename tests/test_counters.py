@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -19,22 +20,23 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.messages.utils import count_tokens_approximately
+from pydantic import Field
 
 from langchain_turntrim import (
     ApproximateCounter,
-    CachedCounter,
     TiktokenCounter,
     TokenCounter,
     TurnTrimmer,
     TurnTrimOverflowError,
-    WholeListCounter,
     per_list,
     per_message,
 )
 from langchain_turntrim._core import CONTINUE, PINNED, START, plan_costs
+from langchain_turntrim._counting import CachedCounter, WholeListCounter
 from langchain_turntrim._counting.keys import message_fields, message_key
 from langchain_turntrim._counting.tools import tool_json
 from langchain_turntrim._messages import message_kinds
+from langchain_turntrim._planning import AdditivePlanner
 from tests import strategies
 from tests.lc import LENGTH, check_conversation, content_length, message_histories
 from tests.reference import reference_trim
@@ -250,7 +252,7 @@ def test_in_place_edits_need_an_assignment_or_clear() -> None:
 
 def test_cache_is_bounded_lru() -> None:
     tally = Tally()
-    cached = CachedCounter(tally, maxsize=10)
+    cached = CachedCounter(tally, cache_size=10)
     messages = [HumanMessage(f"m{i}") for i in range(25)]
     cached.count_each(messages)
     assert len(cached) == 10
@@ -350,9 +352,10 @@ def test_approximate_counter_equals_langchain_message_by_message(
     expected = [count_tokens_approximately([m]) for m in messages]
     assert counter.count_each(messages) == expected
     kinds = [(PINNED, START, CONTINUE, CONTINUE)[i % 4] for i in range(len(messages))]
+    planner = AdditivePlanner(counter, 0)
     for max_tokens in (0, sum(expected) // 2, sum(expected)):
-        plan = counter.plan(messages, kinds, max_tokens, reserved=2)
-        assert plan == plan_costs(kinds, expected, max_tokens, 2)
+        plan = planner.plan(messages, kinds, max_tokens)
+        assert plan == plan_costs(kinds, expected, max_tokens)
 
 
 def test_approximate_counter_field_deleted_like_langchain() -> None:
@@ -372,7 +375,9 @@ def test_approximate_counter_subclass_counts_are_checked() -> None:
 
     history = [HumanMessage("hi", id="h")]
     with pytest.raises(ValueError, match=r"counted messages\[0\] \(id 'h'\) as -1"):
-        Negative().plan(history, message_kinds(history), 10)
+        AdditivePlanner(Negative(), 0).plan(history, message_kinds(history), 10)
+    with pytest.raises(ValueError, match=r"counted messages\[0\] \(id 'h'\) as -1"):
+        TurnTrimmer(max_tokens=10, token_counter=Negative()).trim(history)
 
 
 @pytest.mark.parametrize("bad", [1.5, "3", None, True])
@@ -569,11 +574,32 @@ def test_a_model_that_counts_tools_is_given_them() -> None:
     assert TurnTrimmer(max_tokens=3 + 80 + 49, token_counter=bound).invoke(TURNS) == TURNS[2:]
 
 
-def test_a_model_that_cannot_count_tools_is_sent_their_schemas_first() -> None:
-    bound = fake(PlainModel).bind(tools=[weather])
+class SentModel(PlainModel):
+    """``PlainModel``, recording what it is sent."""
+
+    sent: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def get_num_tokens_from_messages(self, messages: list[BaseMessage]) -> int:  # type: ignore[override]
+        self.sent.append(list(messages))
+        return super().get_num_tokens_from_messages(messages)
+
+
+def test_a_model_that_cannot_count_tools_prices_them_in_its_own_units() -> None:
+    model = fake(SentModel)
+    bound = model.bind(tools=[weather])
     trimmer = TurnTrimmer(max_tokens=10_000, token_counter=bound)
-    schema = len(tool_json(weather))
-    assert trimmer.counter.count(TURNS) == 3 + schema + 80
-    report = TurnTrimmer(max_tokens=3 + schema + 79, token_counter=bound).trim_with_report(TURNS)
+    approximate = ApproximateCounter()
+    # The tools' approximate estimate, scaled by the model's count over the approximate one.
+    scale = (3 + 80) / approximate.count(TURNS)
+    tools = math.ceil(approximate.count_tools([weather]) * scale)
+    assert tools > 0
+    assert trimmer.counter.count(TURNS) == 3 + 80 + tools
+    newest = (
+        3 + 40 + math.ceil(approximate.count_tools([weather]) * 43 / approximate.count(TURNS[2:]))
+    )
+    report = TurnTrimmer(max_tokens=3 + 80 + tools - 1, token_counter=bound).trim_with_report(TURNS)
     assert report.kept == TURNS[2:]
-    assert report.tokens_after == 3 + schema + 40
+    assert report.tokens_after == newest
+    # The schemas are never sent as messages: only the conversation is.
+    assert len(tool_json(weather)) > 40
+    assert all(isinstance(m, (HumanMessage, AIMessage)) for sent in model.sent for m in sent)

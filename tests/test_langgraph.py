@@ -45,7 +45,7 @@ def build(shape: str, trimmer: TurnTrimmer, seen: list[list[BaseMessage]]) -> An
 
     def trim_and_model(state: MessagesState) -> dict[str, Any]:
         report = trimmer.trim_with_report(state["messages"])
-        return {"messages": [*removals(report), reply(report.kept)]}  # type: ignore[arg-type]
+        return {"messages": [*removals(report), reply(report.kept)]}
 
     graph = StateGraph(MessagesState)
     if shape == "node":
@@ -147,3 +147,32 @@ def test_an_oversized_newest_turn_follows_on_overflow():
     assert trim_update(history, TurnTrimmer(max_tokens=20))["messages"] == []
     with pytest.raises(TurnTrimOverflowError):
         trim_update(history, TurnTrimmer(max_tokens=20, on_overflow="raise"))
+
+
+GREETING = [
+    SystemMessage("rules", id="s"),
+    AIMessage("Hello! How can I help you today?", id="greet"),
+    HumanMessage("q1 " * 20, id="u1"),
+    AIMessage("a1 " * 20, id="a1"),
+    HumanMessage("q2 " * 20, id="u2"),
+    AIMessage("a2 " * 20, id="a2"),
+    HumanMessage("q3", id="u3"),
+]
+
+
+@pytest.mark.parametrize("trim_to", [None, 60])
+def test_a_greeting_leaves_the_state_only_with_the_first_dropped_turn(trim_to: int | None):
+    """What the model is not sent is not always what the state loses: a greeting
+    (before the first user message) is never sent, but it stays in the state
+    until a turn is dropped too, and then goes with it."""
+    total = count_tokens_approximately(GREETING)
+    for budget in (total, 100_000):
+        trimmer = TurnTrimmer(max_tokens=budget, trim_to=min(trim_to or budget, budget))
+        report = trimmer.trim_with_report(GREETING)
+        assert [m.id for m in report.kept] == ["s", "u1", "a1", "u2", "a2", "u3"]
+        assert [m.id for m in report.dropped] == ["greet"]  # not sent to the model
+        assert trim_update(GREETING, trimmer) == {"messages": []}  # but kept in the state
+    budget = count_tokens_approximately([GREETING[0], *GREETING[4:]])
+    trimmer = TurnTrimmer(max_tokens=budget, trim_to=trim_to and min(trim_to, budget))
+    removed = [m.id for m in trim_update(GREETING, trimmer)["messages"]]
+    assert removed == ["greet", "u1", "a1"]

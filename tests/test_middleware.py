@@ -6,6 +6,7 @@ import asyncio
 import importlib
 import json
 import logging
+import math
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -37,15 +38,15 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
 from langchain_turntrim import (
-    CachedCounter,
     TiktokenCounter,
+    TrimReport,
     TurnTrimmer,
     TurnTrimOverflowError,
     per_list,
     per_message,
 )
 from langchain_turntrim._core import plan_trim
-from langchain_turntrim._counting import resolve_counter
+from langchain_turntrim._counting import AdditiveCounter, CachedCounter, resolve_counter
 from langchain_turntrim._middleware import TurnTrimMiddleware, TurnTrimStateMiddleware
 from langchain_turntrim._tracing import (
     EVENT_NAME,
@@ -161,8 +162,11 @@ def _length(messages: list[BaseMessage]) -> int:
 
 
 def length_with_tools(messages: list[BaseMessage]) -> int:
-    # The tool's schema, as one system message of its OpenAI JSON.
-    return _length(messages) + len(json.dumps(convert_to_openai_tool(lookup)))
+    # A list counter that cannot count tools prices them as the approximate
+    # estimate, scaled by its count of the messages over theirs.
+    counted = _length(messages)
+    scale = counted / count_tokens_approximately(messages)
+    return counted + math.ceil(count_tokens_approximately([], tools=[lookup]) * scale)
 
 
 #: token_counter, the same count of a whole model input (tools included), budget.
@@ -366,6 +370,7 @@ def test_agent_with_on_overflow_raise_raises_a_context_overflow_error(run):
 
 def test_count_tools_approximate_is_langchains_own_estimate():
     counter = resolve_counter("approximate")
+    assert isinstance(counter, AdditiveCounter)
     assert counter.count_tools([]) == 0
     assert counter.count_tools([lookup]) == count_tokens_approximately([], tools=[lookup])
     provider_tool = {"type": "web_search_preview"}
@@ -382,6 +387,7 @@ def test_count_tools_tiktoken_uses_openais_rendering_through_the_cache(tiktoken_
     one += 3 + len(enc.encode("query:string"))
     assert counter.count_tools([lookup]) == one + 12
     cached = resolve_counter(counter)
+    assert isinstance(cached, AdditiveCounter)
     assert cached.count_tools([lookup, lookup]) == 2 * one + 12
 
 
@@ -399,19 +405,29 @@ def test_middleware_reserves_tiktokens_tool_price_for_each_call(tiktoken_cache):
 
 def test_count_tools_token_counter_counts_each_schema_as_a_system_message():
     counter = resolve_counter(per_message(lambda m: len(str(m.content))))
+    assert isinstance(counter, AdditiveCounter)
     schema = json.dumps(convert_to_openai_tool(lookup), ensure_ascii=False)
     assert counter.count_tools([lookup, lookup]) == 2 * len(schema)
 
 
-def test_count_tools_whole_list_counter_counts_the_schemas_as_one_list():
-    seen: list[list[BaseMessage]] = []
+def test_a_list_counter_is_sent_the_tools_as_tools_never_as_messages():
+    seen: list[tuple[list[BaseMessage], Any]] = []
+    request = [SystemMessage("rules"), HumanMessage("hi")]
 
-    def count(messages: list[BaseMessage]) -> int:
-        seen.append(messages)
-        return 7 * len(messages)
+    def count(messages: list[BaseMessage], tools: Any = None) -> int:
+        seen.append((messages, tools))
+        return 7 * len(messages) + 10 * len(tools or ())
 
-    assert per_list(count).count_tools([lookup, lookup]) == 14
-    assert all(isinstance(m, SystemMessage) for m in seen[0])
+    # Without takes_tools, the tools are priced in the function's units.
+    plain = per_list(count)
+    scale = 14 / count_tokens_approximately(request)
+    estimate = math.ceil(count_tokens_approximately([], tools=[lookup, lookup]) * scale)
+    assert plain.count(request, [lookup, lookup]) == 14 + estimate
+    assert seen == [(request, None)]
+    # With takes_tools, they are passed as the request's tools.
+    seen.clear()
+    assert per_list(count, takes_tools=True).count(request, [lookup, lookup]) == 14 + 20
+    assert seen == [(request, [lookup, lookup])]
 
 
 # -- construction --------------------------------------------------------------
@@ -681,18 +697,16 @@ def test_summary_keys_are_the_documented_ones():
 
 
 def test_report_trim_outside_a_run_only_logs(caplog: pytest.LogCaptureFixture):
-    plan = plan_trim(
-        [
-            {"role": "system", "tokens": 5},
-            {"role": "user", "tokens": 50},
-            {"role": "user", "tokens": 10},
-        ],
-        30,
-    )
+    records = [
+        {"role": "system", "tokens": 5},
+        {"role": "user", "tokens": 50},
+        {"role": "user", "tokens": 10},
+    ]
+    report = TrimReport(records, plan_trim(records, 30))
     with caplog.at_level(logging.DEBUG, logger="langchain_turntrim"):
-        summary = report_trim(plan, extra={"mode": "request"})
-        assert asyncio.run(areport_trim(plan)) == trim_summary(plan)
-    assert summary == {**trim_summary(plan), "mode": "request"}
+        summary = report_trim(report, extra={"mode": "request"})
+        assert asyncio.run(areport_trim(report)) == trim_summary(report)
+    assert summary == {**trim_summary(report), "mode": "request"}
     assert summary["dropped_turns"] == 1
     assert summary["dropped_messages"] == 1
     lines = [r.getMessage() for r in caplog.records if r.name == "langchain_turntrim"]
@@ -717,7 +731,7 @@ def test_turntrimmer_records_the_trim_on_its_own_run(call: str):
         kept = asyncio.run(trimmer.ainvoke(messages, config))  # type: ignore[arg-type]
     (root,) = recorder.roots
     assert root.name == "TurnTrimmer"
-    expected = trim_summary(trimmer.plan(messages))
+    expected = trim_summary(trimmer.report(messages))
     assert root.metadata["turntrim"] == expected
     assert expected["messages_after"] == len(kept)
     assert recorder.events == [("turntrim", expected, root.id)]
@@ -734,7 +748,8 @@ def test_the_package_exports_the_middleware_lazily(monkeypatch: pytest.MonkeyPat
 
     assert langchain_turntrim.TurnTrimMiddleware is TurnTrimMiddleware
     assert "TurnTrimMiddleware" in dir(langchain_turntrim)
-    assert "TurnTrimMiddleware" not in langchain_turntrim.__all__  # `import *` needs no extra
+    # Public where LangChain's agents are installed.
+    assert {"TurnTrimMiddleware", "TurnTrimStateMiddleware"} <= set(langchain_turntrim.__all__)
     assert langchain_turntrim.trim_update is not None
     # Without langchain the package still imports; the middleware says how to install it.
     for name in list(sys.modules):
@@ -745,3 +760,23 @@ def test_the_package_exports_the_middleware_lazily(monkeypatch: pytest.MonkeyPat
     fresh = importlib.import_module("langchain_turntrim")
     with pytest.raises(ImportError, match=r"pip install 'langchain-turntrim\[agents\]'"):
         _ = fresh.TurnTrimMiddleware
+    # ... and `import *` needs no extra: the middleware is not in __all__ then.
+    assert "TurnTrimMiddleware" not in fresh.__all__
+    namespace: dict[str, Any] = {}
+    exec("from langchain_turntrim import *", namespace)  # noqa: S102 - a fixed statement
+    assert "TurnTrimmer" in namespace
+
+
+def test_the_state_keeps_a_greeting_while_every_turn_fits():
+    greeting = AIMessage("Hello! How can I help?", id="greet")
+    history = [greeting, HumanMessage("hi", id="u1"), AIMessage("hello", id="a1")]
+    middleware = TurnTrimStateMiddleware(100_000)
+    assert middleware.state_update(history) is None
+    # It is never sent to the model (it belongs to no turn) ...
+    _, report = middleware.trim_request(make_request(history))
+    assert greeting not in report.kept
+    # ... and it leaves the state with the first dropped turn.
+    longer = [*history, HumanMessage("x" * 400, id="u2")]
+    update = TurnTrimStateMiddleware(count_tokens_approximately(longer[-1:])).state_update(longer)
+    assert update is not None
+    assert [m.id for m in update["messages"]] == ["greet", "u1", "a1"]

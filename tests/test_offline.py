@@ -20,7 +20,7 @@ from typing_extensions import Self
 
 from langchain_turntrim import EncodingUnavailableError, TiktokenCounter, TurnTrimmer
 from langchain_turntrim._cli import main
-from langchain_turntrim._counting import encodings
+from langchain_turntrim._counting.openai import encodings
 
 CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 CL100K_KEY = hashlib.sha1(CL100K_URL.encode(), usedforsecurity=False).hexdigest()

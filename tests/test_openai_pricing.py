@@ -24,9 +24,10 @@ from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field
 
-from langchain_turntrim._counting import encodings, resolve_counter
-from langchain_turntrim._counting.openai_images import image_size
-from langchain_turntrim._counting.tiktoken_counter import TiktokenCounter
+from langchain_turntrim._counting import CachedCounter, resolve_counter
+from langchain_turntrim._counting.openai import encodings
+from langchain_turntrim._counting.openai.counter import TiktokenCounter
+from langchain_turntrim._counting.openai.images import image_size
 from tests.lc import refuse
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
@@ -458,4 +459,6 @@ def test_provider_tools_cost_their_json() -> None:
 
 def test_the_cache_delegates_count_tools() -> None:
     c = TiktokenCounter("gpt-4")
-    assert resolve_counter(c).count_tools([WEATHER]) == c.count_tools([WEATHER])
+    resolved = resolve_counter(c)
+    assert isinstance(resolved, CachedCounter)
+    assert resolved.count_tools([WEATHER]) == c.count_tools([WEATHER])

@@ -30,16 +30,15 @@ from pydantic import SecretStr
 
 from langchain_turntrim import (
     ApproximateCounter,
-    CachedCounter,
     CalibratedCounter,
     TiktokenCounter,
-    TrimInput,
     TrimReport,
     TurnTrimmer,
     TurnTrimOverflowError,
 )
 from langchain_turntrim._core import PINNED, START
-from langchain_turntrim._messages import CHAT_ROLE_KINDS, message_kinds
+from langchain_turntrim._counting import CachedCounter
+from langchain_turntrim._messages import CHAT_ROLE_KINDS, TrimInput, message_kinds
 from tests import strategies
 from tests.helpers import arun, snapshot
 from tests.lc import CALLS, LENGTH, message_histories
@@ -238,7 +237,9 @@ def test_a_none_token_counter_raises_at_construction() -> None:
 def test_counter_is_resolved_once_and_cached() -> None:
     trimmer = TurnTrimmer(max_tokens=10, token_counter=LENGTH)
     assert isinstance(trimmer.counter, CachedCounter)
-    assert trimmer.counter is trimmer.token_counter
+    # The field holds the planner the counter resolved to (with its cache).
+    assert trimmer.token_counter is trimmer.planner
+    assert trimmer.counter is trimmer.planner.counter
     no_cache = TurnTrimmer(max_tokens=10, token_counter=LENGTH, cache_size=0)
     assert not isinstance(no_cache.counter, CachedCounter)
     # Counting approximately is cheaper than a cache lookup: never cached.
@@ -447,7 +448,7 @@ def test_openai_compatible_model_of_another_tokenizer_keeps_its_own_counter(
     """An unknown model name on ChatOpenAI is not counted with a guessed cl100k_base."""
     from langchain_openai import ChatOpenAI
 
-    from langchain_turntrim import resolve_counter
+    from langchain_turntrim._counting import resolve_counter
     from langchain_turntrim._counting.whole_list import WholeListCounter
 
     model = ChatOpenAI(model="deepseek-chat", base_url="http://localhost:9", api_key=SecretStr("k"))

@@ -31,8 +31,9 @@ from langchain_core.messages.tool import invalid_tool_call, tool_call
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from langchain_turntrim._counting import TokenCounter, encodings
-from langchain_turntrim._counting.tiktoken_counter import EncodingUnavailableError, TiktokenCounter
+from langchain_turntrim._counting import TokenCounter
+from langchain_turntrim._counting.openai import encodings
+from langchain_turntrim._counting.openai.counter import EncodingUnavailableError, TiktokenCounter
 from tests import strategies as lcst
 from tests.lc import refuse
 

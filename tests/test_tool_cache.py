@@ -13,8 +13,9 @@ from langchain_core.tools import BaseTool, StructuredTool, tool
 from pydantic import BaseModel, Field
 
 from langchain_turntrim import TiktokenCounter, TurnTrimMiddleware, per_list, per_message
-from langchain_turntrim._counting import ResolvedCounter, resolve_counter, tool_cache
-from langchain_turntrim._counting.tool_cache import tool_key, tools_key
+from langchain_turntrim._counting import AdditiveCounter, ResolvedCounter, resolve_counter
+from langchain_turntrim._counting import tools as tool_prices
+from langchain_turntrim._counting.tools import tool_key, tools_key
 from tests.helpers import arun
 
 LONG = " It also explains every field of the result in a long, careful sentence." * 8
@@ -65,10 +66,10 @@ COUNTERS: dict[str, Callable[[], ResolvedCounter]] = {
 
 
 @pytest.fixture(autouse=True)
-def _empty_memo() -> Iterator[None]:
-    tool_cache._MEMO.clear()
+def _nothing_remembered() -> Iterator[None]:
+    tool_prices._PRICES.clear()
     yield
-    tool_cache._MEMO.clear()
+    tool_prices._PRICES.clear()
 
 
 @pytest.fixture(params=list(COUNTERS))
@@ -76,19 +77,30 @@ def counter(request: pytest.FixtureRequest, tiktoken_cache: Any) -> ResolvedCoun
     return COUNTERS[request.param]()
 
 
+#: The request a whole-list counter prices tools beside.
+REQUEST = [HumanMessage("What is the weather?")]
+
+
+def price(counter: ResolvedCounter, tools: list[Any]) -> int:
+    """What ``tools`` add to a request, as the counter counts them."""
+    if isinstance(counter, AdditiveCounter):
+        return counter.count_tools(tools)
+    return counter.count(REQUEST, tools) - counter.count(REQUEST)
+
+
 def fresh(counter: ResolvedCounter, tools: list[Any]) -> int:
-    """What the counter says with nothing remembered (the memo emptied, the tools copied)."""
-    tool_cache._MEMO.clear()
-    return counter.count_tools(copy.deepcopy(tools))
+    """What the counter says with nothing remembered (the prices emptied, the tools copied)."""
+    tool_prices._PRICES.clear()
+    return price(counter, copy.deepcopy(tools))
 
 
 def changed(counter: ResolvedCounter, tools: list[Any], change: Callable[[], object]) -> None:
     """Count ``tools`` (remembered), ``change`` them, count again: the count is a
     fresh one, and differs from the first (the change matters)."""
-    before = counter.count_tools(tools)
-    assert counter.count_tools(tools) == before  # a hit
+    before = price(counter, tools)
+    assert price(counter, tools) == before  # a hit
     change()
-    after = counter.count_tools(tools)
+    after = price(counter, tools)
     assert after == fresh(counter, tools)
     assert after != before
 
@@ -102,7 +114,7 @@ def test_a_changed_tool_list_is_counted_afresh(counter: ResolvedCounter) -> None
     changed(counter, tools, lambda: tools.append(openai_tool()))
     changed(counter, tools, lambda: tools.pop(0))
     tools.reverse()
-    assert counter.count_tools(tools) == fresh(counter, tools)
+    assert price(counter, tools) == fresh(counter, tools)
 
 
 def test_a_tool_replaced_by_one_of_the_same_name_is_counted_afresh(
@@ -170,7 +182,7 @@ def test_values_equal_in_python_but_written_differently_are_told_apart(tiktoken_
 
 
 class Shifting(BaseTool):
-    """A tool class with its own schema property: not known to the memo."""
+    """A tool class with its own schema property: not known to the remembered prices."""
 
     name: str = "shifting"
     description: str = "A tool whose schema changes."
@@ -201,7 +213,7 @@ def test_values_a_digest_cannot_key_make_a_tool_unremembered(counter: ResolvedCo
     schema = openai_tool()
     schema["function"]["description"] = Note("Book a flight.")
     assert tool_key(schema) is None
-    assert counter.count_tools([schema]) == fresh(counter, [schema])
+    assert price(counter, [schema]) == fresh(counter, [schema])
     odd = StructuredTool.from_function(
         lambda q: q, name="odd", description="Odd.", metadata={"owner": object()}
     )
@@ -210,14 +222,14 @@ def test_values_a_digest_cannot_key_make_a_tool_unremembered(counter: ResolvedCo
     assert tool_key(Query) is None
 
 
-def test_the_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tool_cache._MEMO, "maxsize", 3)
+def test_the_remembered_prices_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tool_prices._PRICES, "maxsize", 3)
     counter = resolve_counter("approximate")
     for i in range(10):
         schema = openai_tool()
         schema["function"]["name"] = f"tool_{i}"
-        counter.count_tools([schema])
-    assert len(tool_cache._MEMO) == 3
+        price(counter, [schema])
+    assert len(tool_prices._PRICES) == 3
 
 
 # -- through the middleware, sync and async ------------------------------------------
@@ -249,7 +261,7 @@ def test_the_middleware_prices_the_tools_each_call_is_sent(mode: str) -> None:
     tools: list[Any] = [lookup, schema]
     pinned = counter.count([SystemMessage("Be brief.")])
     # Room for the tools and the last two turns only once the schema grows.
-    budget = pinned + counter.count(history) + counter.count_tools(tools) + 20
+    budget = pinned + counter.count(history) + price(counter, tools) + 20
     middleware = TurnTrimMiddleware(max_tokens=budget)
 
     def request() -> Any:

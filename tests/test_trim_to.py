@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langchain_turntrim import TurnTrimmer, TurnTrimStateMiddleware, plan_trim, trim_turns
 from langchain_turntrim._cli import main
-from langchain_turntrim._stable import candidates
+from langchain_turntrim._core.stable import candidates
 from tests.lc import LENGTH
 
 
@@ -25,6 +25,19 @@ def records(system: int, turns: list[list[int]]) -> list[dict[str, Any]]:
                 {"id": f"t{t}.{k}", "role": "user" if k == 0 else "assistant", "tokens": cost}
             )
     return out
+
+
+def moved_since_the_previous_call(
+    history: list[dict[str, Any]], plan: Any, max_tokens: int, trim_to: int | None
+) -> bool:
+    """What ``start_moved`` means: the previous model call was sent the history
+    up to its newest assistant message; its first kept turn differs from this
+    call's (and it kept one)."""
+    replies = [i for i, r in enumerate(history) if r["role"] == "assistant"]
+    if not replies:
+        return False
+    before = plan_trim(history[: replies[-1]], max_tokens, trim_to=trim_to)
+    return before.kept_turns > 0 and before.keep_from != plan.keep_from
 
 
 @st.composite
@@ -64,12 +77,10 @@ def test_a_growing_history_moves_its_start_rarely_and_never_overspends(
         first = plan.dropped_turns
         if previous is not None and first != previous:
             moves += 1
-            assert plan.start_moved
             # Each cut leaves at most trim_to, plus the newest turn and the turn
             # the cut point had to round up to.
             assert plan.tokens_after <= trim_to + sum(turns[n - 1]) + largest
-        elif previous is not None:
-            assert not plan.start_moved
+        assert plan.start_moved == moved_since_the_previous_call(history, plan, max_tokens, trim_to)
         previous = first
     total = sum(map(sum, turns))
     assert moves <= total // step + 1 if step else True

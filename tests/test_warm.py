@@ -27,12 +27,12 @@ from langchain_core.messages import (
 
 from langchain_turntrim import (
     ApproximateCounter,
-    CachedCounter,
     TiktokenCounter,
     TurnTrimmer,
     TurnTrimOverflowError,
 )
-from langchain_turntrim._counting.warm import HISTORIES, HistoryMemo
+from langchain_turntrim._counting import CachedCounter
+from langchain_turntrim._planning.memo import HISTORIES, HistoryMemo
 from tests import strategies as lcst
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
@@ -295,21 +295,16 @@ def test_a_bad_new_message_is_named_by_its_place_in_the_history(
 # -- 4. what is remembered, for how long ------------------------------------------------------
 
 
-def counter_of(trimmer: TurnTrimmer) -> CachedCounter | ApproximateCounter:
-    counter = trimmer.counter
-    assert isinstance(counter, (CachedCounter, ApproximateCounter))
-    return counter
-
-
 def memo_of(trimmer: TurnTrimmer) -> HistoryMemo:
-    memo = counter_of(trimmer).memo
+    assert isinstance(trimmer.counter, (CachedCounter, ApproximateCounter))
+    memo = trimmer.planner.memo  # type: ignore[union-attr]
     assert memo is not None
     return memo
 
 
 @pytest.fixture(params=["approximate", "own"])
 def token_counter(request: pytest.FixtureRequest) -> object:
-    """The approximate counter (its own memo) and a custom one (a CachedCounter's), fresh."""
+    """The approximate counter and a custom one (in a CachedCounter), fresh."""
     return COUNTERS[request.param]()
 
 
@@ -321,7 +316,7 @@ def test_only_the_newest_histories_are_remembered(token_counter: object) -> None
         trimmer.trim(messages[:-1])
         trimmer.trim(messages)
     assert len(memo) == HISTORIES
-    counter_of(trimmer).clear()
+    trimmer.clear_cache()
     assert len(memo) == 0
 
 
@@ -335,14 +330,14 @@ def test_a_history_is_remembered_from_its_second_plan(token_counter: object) -> 
     assert len(memo) == 1
     trimmer.trim(history(3))
     assert len(memo) == 1
-    counter_of(trimmer).clear()
+    trimmer.clear_cache()
     trimmer.trim(messages)
-    assert len(memo) == 0  # clear() forgot that it was planned before
+    assert len(memo) == 0  # clear_cache() forgot that it was planned before
 
 
 def test_cache_size_zero_remembers_no_history(token_counter: object) -> None:
     trimmer = TurnTrimmer(max_tokens=100, token_counter=token_counter, cache_size=0)
-    assert getattr(trimmer.counter, "memo", None) is None
+    assert getattr(trimmer.planner, "memo", None) is None
 
 
 def test_a_history_longer_than_cache_size_is_not_remembered() -> None:

@@ -20,12 +20,11 @@ from typing import TYPE_CHECKING, Final, NoReturn
 from langchain_turntrim import __version__
 from langchain_turntrim._cli.planning import (
     CounterChoice,
-    Overflow,
+    Planned,
     choose_counter,
-    overflow_options,
     plain_counter,
-    plan_plain,
     plan_transcript,
+    trim_options,
 )
 from langchain_turntrim._cli.terminal import neutral
 from langchain_turntrim._cli.transcript import (
@@ -36,11 +35,13 @@ from langchain_turntrim._cli.transcript import (
     read_transcript,
     write,
 )
-from langchain_turntrim._core import TrimPlan
 from langchain_turntrim._options import DEFAULT_KEEP_TOOL_RESULTS, ON_OVERFLOW
+from langchain_turntrim._report import TrimReport
 
 if TYPE_CHECKING:
-    from langchain_turntrim._compaction import Compaction
+    from langchain_turntrim._compaction.ladder import Compaction
+    from langchain_turntrim._counting.openai.chat import PlainCounter
+    from langchain_turntrim._options import TrimOptions
 
 __all__ = ["main"]
 
@@ -223,24 +224,28 @@ def _silence_stdout() -> None:
 
 
 def _run_trim(args: argparse.Namespace) -> int:
-    max_tokens = _check_budget(args.max_tokens)
+    _check_budget(args.max_tokens)
     # A plain transcript counted with tiktoken is planned without LangChain.
     plain = plain_counter(args.counter)
     choice = choose_counter(args.counter) if plain is None else None
     transcript = read_transcript(args.file)
-    overflow = overflow_options(args)
-    planned = plan_plain(transcript, plain, max_tokens, overflow) if plain else None
-    if planned is None:
-        choice = choice or choose_counter(args.counter)
-        planned = plan_transcript(transcript, choice, max_tokens, overflow, with_costs=False)
+    options = trim_options(args)
+    planned = plan_transcript(
+        transcript,
+        lambda: choice or choose_counter(args.counter),
+        options,
+        plain=plain,
+    )
     write(dump(transcript, *planned.kept()))
-    if planned.compaction is None:
-        _warn_if_only_systems(planned.plan)
+    _warn_if_only_systems(planned.report)
     return 0
 
 
-def _warn_if_only_systems(plan: TrimPlan) -> None:
+def _warn_if_only_systems(report: TrimReport[object]) -> None:
     """Keeping only the system messages is the spec's answer, and worth a word."""
+    plan = report.plan
+    if report.compaction is not None:
+        return
     if not plan.budget_met:
         pinned = plan.system_tokens + plan.overhead_tokens
         _say(
@@ -257,10 +262,10 @@ def _warn_if_only_systems(plan: TrimPlan) -> None:
 
 def _run_report(args: argparse.Namespace) -> int:
     _require_rich()
-    max_tokens = _check_budget(args.max_tokens)
+    _check_budget(args.max_tokens)
     choice = choose_counter(args.counter)
     transcript = read_transcript(args.file)
-    _show_report(transcript, choice, max_tokens, overflow_options(args))
+    _show_report(transcript, choice, trim_options(args), plain_counter(args.counter))
     return 0
 
 
@@ -268,11 +273,12 @@ def _run_demo(args: argparse.Namespace) -> int:
     _require_rich()
     from langchain_turntrim._cli.tables import render_messages  # noqa: PLC0415
 
-    max_tokens = _check_budget(args.max_tokens)
+    _check_budget(args.max_tokens)
     transcript = parse(_sample_text(), SAMPLE)
     choice = choose_counter("approximate")
-    plan = _show_report(transcript, choice, max_tokens, Overflow("drop"))
-    render_messages(plan.select(transcript.messages), plan.size, sys.stdout)
+    report = _show_report(transcript, choice, trim_options(args, "drop"), None).report
+    kept = [transcript.messages[i] for i in report.kept_indices]
+    render_messages(kept, report.plan.size, sys.stdout)
     return 0
 
 
@@ -283,24 +289,27 @@ def _sample_text() -> str:
 
 
 def _show_report(
-    transcript: Transcript, choice: CounterChoice, max_tokens: int, on_overflow: Overflow
-) -> TrimPlan:
+    transcript: Transcript,
+    choice: CounterChoice,
+    options: TrimOptions,
+    plain: PlainCounter | None,
+) -> Planned:
     from langchain_turntrim._cli.tables import render, summarize  # noqa: PLC0415
 
-    planned = plan_transcript(transcript, choice, max_tokens, on_overflow, with_costs=True)
+    planned = plan_transcript(transcript, lambda: choice, options, plain=plain, with_costs=True)
     summary = summarize(
         transcript.messages,
         planned.kinds,
         planned.costs,
-        planned.plan,
+        planned.report,
         tools=planned.tools,
         tool_tokens=planned.tool_tokens,
     )
-    title = f"{transcript.source}: budget {max_tokens:,} tokens, counter {choice.label}"
+    title = f"{transcript.source}: budget {options.max_tokens:,} tokens, counter {choice.label}"
     render(summary, title, sys.stdout)
     if planned.compaction is not None:
         sys.stdout.write(_compaction_line(planned.compaction))
-    return planned.plan
+    return planned
 
 
 def _compaction_line(c: Compaction) -> str:
@@ -320,8 +329,7 @@ def _require_rich() -> None:
         raise RichMissingError(RICH_MISSING) from error
 
 
-def _check_budget(max_tokens: int) -> int:
+def _check_budget(max_tokens: int) -> None:
     if max_tokens < 0:
         msg = f"--max-tokens must be >= 0, got {max_tokens}"
         raise InputError(msg)
-    return max_tokens

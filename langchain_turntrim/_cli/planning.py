@@ -1,32 +1,51 @@
-"""What ``turntrim`` plans: the counter and overflow options it was given, and the plan."""
+"""What ``turntrim`` decides: its options, its counter, and the one decision
+(``_pipeline.decide``) made on a transcript, through one of three planners:
+
+* records (``--counter field``): each message's ``tokens``, planned by ``plan_trim``;
+* a plain transcript counted with tiktoken: ``PlainCounter``'s counts, made
+  without importing LangChain (which is loaded only if compaction is needed);
+* any other transcript: its messages converted with LangChain and planned by
+  the library's planner for the counter.
+"""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
-from contextlib import contextmanager
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from langchain_turntrim import _pipeline
 from langchain_turntrim._cli.transcript import InputError, Transcript
 from langchain_turntrim._core import ROLE_KINDS, TrimPlan, plan_costs, plan_trim
-from langchain_turntrim._counting.openai_chat import REPLY_PRIMING, PlainCounter
-from langchain_turntrim._options import DEFAULT_KEEP_TOOL_RESULTS, OnOverflow
+from langchain_turntrim._counting.openai.chat import REPLY_PRIMING, PlainCounter
+from langchain_turntrim._options import DEFAULT_KEEP_TOOL_RESULTS, OnOverflow, TrimOptions
+from langchain_turntrim._pipeline import Planner
+from langchain_turntrim._report import TrimReport
 
 if TYPE_CHECKING:
-    from langchain_turntrim._compaction import Compaction
+    from langchain_core.messages import BaseMessage
+
+    from langchain_turntrim._compaction.ladder import Compaction
     from langchain_turntrim._counting import TokenCounter
+    from langchain_turntrim._planning import MessagePlanner
 
 __all__ = [
     "CounterChoice",
-    "Overflow",
     "Planned",
     "choose_counter",
-    "overflow_options",
     "plain_counter",
-    "plan_plain",
     "plan_transcript",
+    "trim_options",
 ]
+
+#: The command's flag for each option.
+_FLAGS = {
+    "max_tokens": "--max-tokens",
+    "keep_tool_results": "--keep-tool-results",
+    "trim_to": "--trim-to",
+}
 
 
 @dataclass(frozen=True)
@@ -37,46 +56,50 @@ class CounterChoice:
     counter: TokenCounter | None
 
 
-@dataclass(frozen=True)
-class Overflow:
-    """What ``--on-overflow``, ``--keep-tool-results`` and ``--trim-to`` asked for."""
-
-    on_overflow: OnOverflow
-    keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS
-    trim_to: int | None = None
-
-
-def overflow_options(args: argparse.Namespace) -> Overflow:
-    keep = args.keep_tool_results
-    if keep < 0:
-        msg = f"--keep-tool-results must be >= 0, got {keep}"
-        raise InputError(msg)
-    trim_to = args.trim_to
-    if trim_to is not None and not 0 <= trim_to <= args.max_tokens:
+def trim_options(args: argparse.Namespace, on_overflow: OnOverflow | None = None) -> TrimOptions:
+    """The options the flags ask for, or an ``InputError`` naming the flag."""
+    for name, flag in _FLAGS.items():
+        value = getattr(args, name, None)
+        if isinstance(value, int) and value < 0:
+            msg = f"{flag} must be >= 0, got {value}"
+            raise InputError(msg)
+    trim_to = getattr(args, "trim_to", None)
+    if trim_to is not None and trim_to > args.max_tokens:
         msg = f"--trim-to must be from 0 to --max-tokens ({args.max_tokens}), got {trim_to}"
         raise InputError(msg)
-    return Overflow(args.on_overflow, keep, trim_to)
+    return TrimOptions(
+        max_tokens=args.max_tokens,
+        on_overflow=on_overflow or args.on_overflow,
+        keep_tool_results=getattr(args, "keep_tool_results", DEFAULT_KEEP_TOOL_RESULTS),
+        trim_to=trim_to,
+    )
 
 
 @dataclass(frozen=True)
 class Planned:
-    """A plan, (for the report) each message's turn kind and cost, the
-    compaction of the newest turn under ``--on-overflow compact``, and the
-    request's tool schemas: how many, and their tokens."""
+    """The decision, (for the report) each message's turn kind and cost, and
+    the request's tool schemas: how many, and their tokens."""
 
-    plan: TrimPlan
+    report: TrimReport[Any]
     kinds: list[int]
     costs: list[int]
-    compaction: Compaction | None = None
     tools: int = 0
     tool_tokens: int = 0
+
+    @property
+    def plan(self) -> TrimPlan:
+        return self.report.plan
+
+    @property
+    def compaction(self) -> Compaction | None:
+        return self.report.compaction
 
     def kept(self) -> tuple[list[int], dict[int, Any]]:
         """The kept indices of the transcript, and the compacted ``content`` of
         each kept message whose content compaction changed."""
-        compaction = self.compaction
+        compaction = self.report.compaction
         if compaction is None:
-            return list(self.plan.kept), {}
+            return list(self.report.kept_indices), {}
         changed = compaction.changed
         return list(compaction.kept), {
             i: changed[i].content for i in compaction.kept if i in changed
@@ -108,94 +131,150 @@ def choose_counter(spec: str) -> CounterChoice:
     return CounterChoice(label, counter)
 
 
-def plan_transcript(
-    transcript: Transcript,
-    choice: CounterChoice,
-    max_tokens: int,
-    overflow: Overflow,
-    *,
-    with_costs: bool,
-) -> Planned:
-    """Plan the trim; with ``with_costs``, also each message's turn kind and cost."""
-    # Imported here: LangChain's messages, which a plain transcript never needs.
-    from langchain_turntrim._cli.conversion import to_messages  # noqa: PLC0415
-    from langchain_turntrim._compaction import decide  # noqa: PLC0415
-    from langchain_turntrim._counting import resolve_counter  # noqa: PLC0415
-    from langchain_turntrim._errors import check_overflow  # noqa: PLC0415
-    from langchain_turntrim._messages import message_kinds  # noqa: PLC0415
-
-    records = transcript.messages
-    if choice.counter is None:
-        if overflow.on_overflow == "compact":
-            msg = "--on-overflow compact needs message content; --token-counter field has none"
-            raise InputError(msg)
-        plan = plan_trim(records, max_tokens, trim_to=overflow.trim_to)  # validates records
-        with _overflow_as_input_error():
-            check_overflow(plan, overflow.on_overflow)
-        if not with_costs:
-            return Planned(plan, [], [])
-        return Planned(
-            plan, [ROLE_KINDS[r["role"]] for r in records], [r["tokens"] for r in records]
-        )
-    messages = to_messages(transcript)
-    # TurnTrimmer.report's decision (decide), without importing the Runnable machinery
-    # (LangChain's tracers and LangSmith's run trees), which would cost a run
-    # more than its trim. One plan per run: a cache would only cost time.
-    counter = resolve_counter(choice.counter, 0)
-    tools = (transcript.envelope or {}).get("tools") or []
-    tool_tokens = counter.count_tools(tools)
-    kinds = message_kinds(messages)
-    with _overflow_as_input_error():
-        plan, compaction = decide(
-            messages,
-            kinds,
-            counter,
-            max_tokens,
-            on_overflow=overflow.on_overflow,
-            keep_tool_results=overflow.keep_tool_results,
-            trim_to=overflow.trim_to,
-            reserved=tool_tokens,
-        )
-    if not with_costs:
-        return Planned(plan, [], [], compaction, len(tools), tool_tokens)
-    return Planned(plan, kinds, counter.count_each(messages), compaction, len(tools), tool_tokens)
-
-
-@contextmanager
-def _overflow_as_input_error() -> Iterator[None]:
-    """``TurnTrimOverflowError`` (not even the newest turn fits under ``raise``,
-    or its skeleton under ``compact``) as an ``InputError`` with its message,
-    so that the command need not import LangChain to catch it."""
-    from langchain_turntrim._errors import TurnTrimOverflowError  # noqa: PLC0415
-
-    try:
-        yield
-    except TurnTrimOverflowError as error:
-        raise InputError(str(error)) from error
-
-
 def plain_counter(spec: str) -> PlainCounter | None:
-    """The counter of ``tiktoken:NAME`` for plain transcripts (see ``plan_plain``),
+    """The counter of ``tiktoken:NAME`` for plain transcripts (see ``plan_transcript``),
     or ``None`` for any other ``spec`` and where ``choose_counter`` would fail."""
     if not spec.startswith("tiktoken:"):
         return None
     return PlainCounter.of(spec.partition(":")[2])
 
 
-def plan_plain(
-    transcript: Transcript, counter: PlainCounter, max_tokens: int, overflow: Overflow
-) -> Planned | None:
-    """``plan_transcript``'s plan of a plain transcript (``PlainCounter``'s
-    messages, no tools) when it fits without ``on_overflow`` acting, from
-    counts made without LangChain; ``None`` otherwise (then plan it in full)."""
-    if (transcript.envelope or {}).get("tools"):
-        return None
+def plan_transcript(
+    transcript: Transcript,
+    choose: Callable[[], CounterChoice],
+    options: TrimOptions,
+    *,
+    plain: PlainCounter | None = None,
+    with_costs: bool = False,
+) -> Planned:
+    """The decision on ``transcript``: by ``plain``'s counts when it is a plain
+    transcript without tools, else with the counter ``choose()`` gives; with
+    ``with_costs``, also each message's turn kind and cost."""
     records = transcript.messages
-    costs = counter.count(records)
-    if costs is None:
-        return None
-    kinds = [ROLE_KINDS[r["role"]] for r in records]
-    plan = plan_costs(kinds, costs, max_tokens, REPLY_PRIMING, overflow.trim_to)
-    if plan.overflowed and overflow.on_overflow != "drop":
-        return None
-    return Planned(plan, kinds, costs)
+    tools = (transcript.envelope or {}).get("tools") or []
+    costs = plain.count(records) if plain is not None and not tools else None
+    if costs is not None:
+        kinds = [ROLE_KINDS[r["role"]] for r in records]
+        planner = _PlainPlanner(kinds, costs, lambda: _full_planner(transcript, choose()))
+        return Planned(_decided(records, options, planner, kinds=kinds), kinds, costs)
+    choice = choose()
+    if choice.counter is None:
+        if options.on_overflow == "compact":
+            msg = "--on-overflow compact needs message content; --token-counter field has none"
+            raise InputError(msg)
+        report = _decided(records, options, _RecordsPlanner())
+        if not with_costs:
+            return Planned(report, [], [])
+        return Planned(
+            report, [ROLE_KINDS[r["role"]] for r in records], [r["tokens"] for r in records]
+        )
+    messages, full = _full_planner(transcript, choice)
+    from langchain_turntrim._messages import message_kinds  # noqa: PLC0415 - LangChain
+
+    kinds = message_kinds(messages)
+    report = _decided(messages, options, full, tools=tools, kinds=kinds)
+    tool_tokens = full.tool_tokens(tools) or 0
+    costs = full.counter.count_each(messages) if with_costs else []
+    return Planned(report, kinds if with_costs else [], costs, len(tools), tool_tokens)
+
+
+def _decided(
+    messages: Sequence[Any],
+    options: TrimOptions,
+    planner: Planner[Any],
+    *,
+    tools: Sequence[Any] = (),
+    kinds: Sequence[int] | None = None,
+) -> TrimReport[Any]:
+    """``decide``, with ``TurnTrimOverflowError`` (not even the newest turn
+    fits under ``raise``, or its skeleton under ``compact``) as an
+    ``InputError`` with its message."""
+    try:
+        return _pipeline.decide(messages, options, planner, tools=tools, kinds=kinds)
+    except Exception as error:
+        # The error can only have been built if its module was loaded: the
+        # command need not import LangChain to recognise it.
+        errors = sys.modules.get("langchain_turntrim._errors")
+        if errors is not None and isinstance(error, errors.TurnTrimOverflowError):
+            raise InputError(str(error)) from error
+        raise
+
+
+def _full_planner(
+    transcript: Transcript, choice: CounterChoice
+) -> tuple[list[BaseMessage], MessagePlanner]:
+    """The transcript's messages (converted with LangChain) and the planner of
+    the chosen counter (one decision per run: no cache, it would only cost time)."""
+    from langchain_turntrim._cli.conversion import to_messages  # noqa: PLC0415 - LangChain
+    from langchain_turntrim._planning import planner_for  # noqa: PLC0415
+
+    return to_messages(transcript), planner_for(choice.counter, 0)
+
+
+class _RecordsPlanner:
+    """Plans records by their ``tokens`` (``plan_trim`` validates them)."""
+
+    blocking = False
+
+    def plan(
+        self,
+        messages: Sequence[Any],
+        kinds: Sequence[int] | None,  # noqa: ARG002 - the planner interface
+        max_tokens: int,
+        *,
+        tools: Sequence[Any] = (),  # noqa: ARG002 - records have no tools
+        trim_to: int | None = None,
+        pinned_alone: bool = True,  # noqa: ARG002 - every count is exact here
+    ) -> TrimPlan:
+        return plan_trim(messages, max_tokens, trim_to=trim_to)
+
+    def compact(self, *args: Any, **kwargs: Any) -> Compaction:  # noqa: ARG002
+        msg = "records have no content to compact"  # refused before planning
+        raise AssertionError(msg)
+
+    def tool_tokens(self, tools: Sequence[Any]) -> int:  # noqa: ARG002 - the planner interface
+        return 0
+
+
+class _PlainPlanner:
+    """Plans a plain transcript from ``PlainCounter``'s counts; compacts with
+    the full planner (``full()``: the converted messages and their planner),
+    whose counts are the same (a property test holds them to each other)."""
+
+    blocking = False
+
+    def __init__(
+        self,
+        kinds: list[int],
+        costs: list[int],
+        full: Callable[[], tuple[list[BaseMessage], MessagePlanner]],
+    ) -> None:
+        self.kinds = kinds
+        self.costs = costs
+        self.full = full
+
+    def plan(
+        self,
+        messages: Sequence[Any],  # noqa: ARG002 - planned from the counts
+        kinds: Sequence[int] | None,  # noqa: ARG002
+        max_tokens: int,
+        *,
+        tools: Sequence[Any] = (),  # noqa: ARG002 - a plain transcript has none
+        trim_to: int | None = None,
+        pinned_alone: bool = True,  # noqa: ARG002 - every count is exact here
+    ) -> TrimPlan:
+        return plan_costs(self.kinds, self.costs, max_tokens, REPLY_PRIMING, trim_to)
+
+    def compact(
+        self,
+        messages: Sequence[Any],  # noqa: ARG002 - compacted as converted
+        plan: TrimPlan,
+        *,
+        keep_tool_results: int,
+        tools: Sequence[Any] = (),
+    ) -> Compaction:
+        converted, planner = self.full()
+        return planner.compact(converted, plan, keep_tool_results=keep_tool_results, tools=tools)
+
+    def tool_tokens(self, tools: Sequence[Any]) -> int:  # noqa: ARG002 - the planner interface
+        return 0

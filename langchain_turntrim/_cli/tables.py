@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from langchain_turntrim._cli.terminal import neutral
-from langchain_turntrim._core import ANCHOR, PINNED, START, TrimPlan
+from langchain_turntrim._core import ANCHOR, PINNED, START
+from langchain_turntrim._report import TrimReport
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -39,6 +40,8 @@ BAR_WIDTH: Final = 10
 MAX_ROWS: Final = 40
 HEAD_ROWS: Final = 5
 _EIGHTHS: Final = " ▏▎▍▌▋▊▉"
+#: The colour of each turn status.
+_COLOURS: Final = {"kept": "green", "dropped": "red", "compacted": "yellow"}
 _ROLE_STYLES: Final = {
     "system": "magenta",
     "developer": "magenta",
@@ -51,14 +54,21 @@ _ROLE_STYLES: Final = {
 
 @dataclass(frozen=True)
 class TurnRow:
-    """One turn, or the orphans before the first user message (``number`` None)."""
+    """One turn, or the orphans before the first user message (``number`` None).
+
+    ``tokens`` are the turn's in the transcript; ``status`` says what the
+    trim did with it: ``"kept"``, ``"dropped"`` or ``"compacted"``."""
 
     number: int | None
     label: str
     messages: int
     tool_calls: int
     tokens: int
-    kept: bool
+    status: str
+
+    @property
+    def kept(self) -> bool:
+        return self.status != "dropped"
 
 
 @dataclass(frozen=True)
@@ -74,10 +84,10 @@ class FoldedRows:
 
 @dataclass(frozen=True)
 class Summary:
-    """The rows of the report and the plan behind them."""
+    """The rows of the report and the decision behind them."""
 
     rows: tuple[TurnRow, ...]
-    plan: TrimPlan
+    report: TrimReport[Any]
     #: The request's tool schemas: how many, and their tokens (part of the plan's overhead).
     tools: int = 0
     tool_tokens: int = 0
@@ -87,7 +97,7 @@ def summarize(
     items: Sequence[Any],
     kinds: Sequence[int],
     costs: Sequence[int],
-    plan: TrimPlan,
+    report: TrimReport[Any],
     *,
     tools: int = 0,
     tool_tokens: int = 0,
@@ -95,26 +105,30 @@ def summarize(
     """One row per turn, in order; pinned (system) messages belong to no row.
 
     ``items`` are the input's message dicts, ``kinds`` and ``costs`` each
-    message's turn kind and tokens, ``plan`` the trim of them.
+    message's turn kind and tokens, ``report`` the decision on them.
     """
+    plan = report.plan
+    compacted_from = plan.newest_turn_start if report.compaction is not None else plan.size
     rows: list[TurnRow] = []
     number: int | None = None
-    label, count, calls, tokens, kept = ORPHANS, 0, 0, 0, False
+    label, count, calls, tokens, status = ORPHANS, 0, 0, 0, "dropped"
     for index, (item, kind, cost) in enumerate(zip(items, kinds, costs, strict=True)):
         if kind == PINNED:
             continue
         if kind in (START, ANCHOR):  # a summary (ANCHOR) heads a row; its tokens are pinned
             if count:
-                rows.append(TurnRow(number, label, count, calls, tokens, kept))
+                rows.append(TurnRow(number, label, count, calls, tokens, status))
             number = 1 if number is None else number + 1
             label, count, calls, tokens = first_words(item), 0, 0, 0
-            kept = index >= plan.keep_from
+            status = "kept" if index >= plan.keep_from else "dropped"
+            if index >= compacted_from:
+                status = "compacted"
         count += 1
         calls += tool_call_count(item)
         tokens += 0 if kind == ANCHOR else cost
     if count:
-        rows.append(TurnRow(number, label, count, calls, tokens, kept))
-    return Summary(tuple(rows), plan, tools, tool_tokens)
+        rows.append(TurnRow(number, label, count, calls, tokens, status))
+    return Summary(tuple(rows), report, tools, tool_tokens)
 
 
 def message_text(item: object) -> str:
@@ -182,7 +196,7 @@ def _turn_table(summary: Summary, *, unicode: bool) -> Table:
         if isinstance(row, FoldedRows):
             table.add_row(*_folded_cells(row), style="dim")
             continue
-        colour = "green" if row.kept else "red"
+        colour = _COLOURS[row.status]
         table.add_row(
             "" if row.number is None else str(row.number),
             _label(row.label),
@@ -190,7 +204,7 @@ def _turn_table(summary: Summary, *, unicode: bool) -> Table:
             str(row.tool_calls) if row.tool_calls else "",
             f"{row.tokens:,}",
             Text(_bar(row.tokens, largest, unicode=unicode), style=colour),
-            Text("kept" if row.kept else "dropped", style=f"bold {colour}"),
+            Text(row.status, style=f"bold {colour}"),
             style=None if row.kept else "dim",
         )
     return table
@@ -253,7 +267,8 @@ def _totals(summary: Summary) -> Table:
     from rich.table import Table  # noqa: PLC0415
     from rich.text import Text  # noqa: PLC0415
 
-    plan = summary.plan
+    report = summary.report
+    plan = report.plan
     pinned = len(plan.pinned)
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
@@ -269,15 +284,16 @@ def _totals(summary: Summary) -> Table:
     if overhead:
         grid.add_row("overhead", f"{overhead:,}", "tokens (once per request)")
     grid.add_row("before", f"{plan.tokens_before:,}", f"tokens ({_count(plan.turns, plan.size)})")
+    compacted = "; the newest compacted" if report.compaction is not None else ""
     grid.add_row(
         "after",
-        Text(f"{plan.tokens_after:,}", style="bold green" if plan.budget_met else "bold red"),
-        f"tokens ({_count(plan.kept_turns, len(plan.kept))}; "
-        f"{plan.dropped_turns:,} {_plural('turn', plan.dropped_turns)} dropped)",
+        Text(f"{report.tokens_after:,}", style="bold green" if report.budget_met else "bold red"),
+        f"tokens ({_count(report.kept_turns, len(report.kept_indices))}; "
+        f"{report.dropped_turns:,} {_plural('turn', report.dropped_turns)} dropped{compacted})",
     )
-    used = _usage(plan.tokens_after, plan.max_tokens)
+    used = _usage(report.tokens_after, plan.max_tokens)
     grid.add_row("budget", f"{plan.max_tokens:,}", f"tokens, {used}")
-    if not plan.budget_met:
+    if not report.budget_met:
         grid.add_row("", "", Text("the system messages alone exceed the budget", style="red"))
     return grid
 

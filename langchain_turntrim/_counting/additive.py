@@ -1,4 +1,5 @@
-"""Planning with an additive counter: per-message counts plus a per-request constant."""
+"""``AdditiveCounter``: the base of every counter whose count of a request is
+its per-request constant plus each message's count plus the tools' price."""
 
 from __future__ import annotations
 
@@ -7,33 +8,32 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from langchain_turntrim._core import TrimPlan, check_count, describe, plan_costs
+from langchain_turntrim._core import check_count, describe
 from langchain_turntrim._counting.protocol import TokenCounter
 from langchain_turntrim._counting.tools import tool_messages
-from langchain_turntrim._counting.warm import HistoryMemo
-from langchain_turntrim._messages import message_kinds
+from langchain_turntrim._messages import check_messages
 from langchain_turntrim._safe_repr import safe_repr
 
 __all__ = ["AdditiveCounter", "Uncached", "Wrapper", "checked_counts", "counts_list"]
 
 
 class AdditiveCounter:
-    """The ``ResolvedCounter`` of every additive counter.
+    """A resolved additive counter: ``count(messages, tools)`` is ``overhead``
+    plus the sum of ``count_each(messages)`` plus ``count_tools(tools)``.
 
-    A subclass provides ``overhead`` and ``count_each``; planning, whole-list
-    counts and tool prices follow from them. ``source`` is the counter whose
-    numbers these are (the wrapped one, for a wrapper): errors name it.
-    A subclass whose counts depend only on the messages' counted fields sets
-    ``memo`` (a ``HistoryMemo``): a history that grew since a recent plan is
-    then counted and grouped only for what it gained.
+    A subclass provides ``overhead`` and ``count_each``; ``costs`` (the
+    checked counts planners add up), ``count`` and tool prices follow from
+    them. ``source`` is the counter whose numbers these are (the wrapped one,
+    for a wrapper): errors name it.
     """
 
     __slots__ = ()
 
     #: Counting is local: async callers run it on the event loop.
     blocking = False
-    #: The histories planned last (None: every plan counts every message).
-    memo: HistoryMemo | None = None
+    #: A message always counts the same, from its counted fields alone
+    #: (``message_fields``): a planner may remember the counts of a history.
+    stable = True
 
     @property
     def overhead(self) -> int:
@@ -46,42 +46,35 @@ class AdditiveCounter:
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
         raise NotImplementedError
 
-    def plan(
-        self,
-        messages: Sequence[BaseMessage],
-        kinds: Sequence[int] | None,
-        max_tokens: int,
-        *,
-        reserved: int = 0,
-        trim_to: int | None = None,
-    ) -> TrimPlan:
-        overhead = self._overhead() + reserved
-        memo = self.memo
-        if memo is not None:
-            return memo.plan(messages, kinds, self._costs, max_tokens, overhead, trim_to)
-        kinds = message_kinds(messages) if kinds is None else kinds
-        costs = self._costs(messages)
-        return plan_costs(kinds, costs, max_tokens, overhead, trim_to)
-
-    def count(self, messages: Sequence[BaseMessage]) -> int:
-        return self._overhead() + sum(self._costs(messages))
-
-    def _costs(self, messages: Sequence[BaseMessage]) -> list[int]:
-        """``count_each(messages)``, checked: what planning and counting add up."""
+    def costs(self, messages: Sequence[BaseMessage]) -> list[int]:
+        """``count_each(messages)``, checked: one exact int >= 0 per message."""
         return checked_counts(self.count_each(messages), messages, self.source)
 
-    def _overhead(self) -> int:
+    def checked_overhead(self) -> int:
         """``overhead``, checked where it is used (a property may change its answer)."""
         overhead = self.overhead
         if type(overhead) is int and overhead >= 0:
             return overhead
         return check_count(overhead, f"{type(self.source).__name__}.overhead")
 
+    def measure(
+        self, messages: Sequence[BaseMessage], tools: Sequence[Any] = ()
+    ) -> tuple[list[int], int]:
+        """Each message's checked count, and what the request adds once: the
+        per-request constant and the tools' price."""
+        constant = self.checked_overhead()
+        return self.costs(messages), constant + self.count_tools(tools) if tools else constant
+
+    def count(self, messages: Sequence[BaseMessage], tools: Sequence[Any] = ()) -> int:
+        """The tokens of ``messages`` sent as one request with ``tools``."""
+        costs, constant = self.measure(messages, tools)
+        return constant + sum(costs)
+
     def count_tools(self, tools: Sequence[Any]) -> int:
         """Each tool's JSON schema counted as one system message (see ``tool_messages``)."""
         if not tools:
             return 0
-        return sum(self.count_each(tool_messages(tools)))
+        return sum(self.costs(tool_messages(tools)))
 
 
 class Wrapper(AdditiveCounter):
@@ -100,7 +93,9 @@ class Wrapper(AdditiveCounter):
 
     def count_tools(self, tools: Sequence[Any]) -> int:
         own = getattr(self.counter, "count_tools", None)
-        return int(own(tools)) if callable(own) else super().count_tools(tools)
+        if not callable(own):
+            return super().count_tools(tools)
+        return check_count(own(tools), f"{safe_repr(self.counter)}.count_tools")
 
 
 class Uncached(Wrapper):
@@ -110,7 +105,8 @@ class Uncached(Wrapper):
         self.counter = counter
 
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
-        return self.counter.count_each(messages)
+        check_messages(messages)
+        return checked_counts(self.counter.count_each(messages), messages, self.counter)
 
     def __repr__(self) -> str:
         return safe_repr(self.counter)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -9,9 +10,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_turntrim._counting.additive import AdditiveCounter
-from langchain_turntrim._counting.cache import DEFAULT_CACHE_SIZE
-from langchain_turntrim._counting.tool_cache import memo, tools_key
-from langchain_turntrim._counting.warm import HistoryMemo
+from langchain_turntrim._counting.tools import remembered, tool_json, tools_key
 from langchain_turntrim._messages import check_messages
 from langchain_turntrim._safe_repr import deep_repr
 
@@ -24,45 +23,30 @@ class ApproximateCounter(AdditiveCounter):
     That function rounds up per message and adds a fixed amount per message,
     so it is additive: the sum of per-message counts equals its count of the
     whole list. It is never wrapped in a ``CachedCounter``: counting a message
-    costs less than building its cache key. It does remember the last
-    histories it planned (``HistoryMemo``, of up to ``max_messages`` messages
-    each; 0 remembers none): a history that only grew since is counted for
-    its new messages alone. ``clear()`` forgets them.
+    costs less than building its cache key (a trimmer still remembers the
+    histories it planned, see ``TurnTrimmer``).
     """
 
     overhead: Final = 0
 
-    def __init__(self, max_messages: int = DEFAULT_CACHE_SIZE) -> None:
-        self.memo = HistoryMemo(max_messages) if max_messages else None
-
-    def clear(self) -> None:
-        """Forget the remembered histories (after editing a message in place)."""
-        if self.memo is not None:
-            self.memo.clear()
-
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
         return _approximate_each(messages)
 
-    def _costs(self, messages: Sequence[BaseMessage]) -> list[int]:
+    def costs(self, messages: Sequence[BaseMessage]) -> list[int]:
         if type(self).count_each is not ApproximateCounter.count_each:  # a subclass's own
-            return super()._costs(messages)
+            return super().costs(messages)
         return _approximate_each(messages)  # ints >= 0, one per message: nothing to check
 
     def count_tools(self, tools: Sequence[Any]) -> int:
         """``count_tokens_approximately([], tools=tools)``: LangChain's own estimate,
-        the number ``SummarizationMiddleware`` uses (remembered: see ``tool_cache``)."""
+        the number ``SummarizationMiddleware`` uses (remembered: see ``tools``)."""
         if not tools:
             return 0
         listed = list(tools)
-        return memo("approximate", tools_key(listed), lambda: _approximate_tools(listed))
+        return remembered("approximate", tools_key(listed), lambda: _approximate_tools(listed))
 
     def __repr__(self) -> str:
         return "ApproximateCounter()"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Copies and pickles start with an empty memo."""
-        histories = self.memo
-        return (type(self), (histories.max_messages if histories is not None else 0,))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ApproximateCounter)
@@ -82,7 +66,12 @@ _ROLE_LENGTHS: Final = {
 
 
 def _approximate_tools(tools: list[Any]) -> int:
-    return count_tokens_approximately([], tools=tools)
+    """LangChain's estimate of ``tools``; it takes tools and dicts only, so any
+    other tool (a function, a pydantic class) is given as its JSON schema."""
+    from langchain_core.tools import BaseTool  # noqa: PLC0415 - costly to import
+
+    given = [t if isinstance(t, (dict, BaseTool)) else json.loads(tool_json(t)) for t in tools]
+    return count_tokens_approximately([], tools=given)
 
 
 #: ``-(-chars // 4) + 3`` (a quarter, rounded up, plus 3 a message) is ``(chars + 15) // 4``.

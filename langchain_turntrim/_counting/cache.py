@@ -8,7 +8,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
@@ -16,17 +16,14 @@ from langchain_turntrim._counting.additive import Wrapper, checked_counts, count
 from langchain_turntrim._counting.keys import Fields, fields_keys, frozen_copy, read_fields
 from langchain_turntrim._counting.lru import LRU
 from langchain_turntrim._counting.protocol import TokenCounter
-from langchain_turntrim._counting.warm import HistoryMemo
 from langchain_turntrim._messages import check_messages
+from langchain_turntrim._options import DEFAULT_CACHE_SIZE
 from langchain_turntrim._safe_repr import safe_repr
 
-__all__ = ["DEFAULT_CACHE_SIZE", "CachedCounter"]
+__all__ = ["CachedCounter"]
 
 #: Counts of messages from their classes and ``message_fields`` (see TiktokenCounter).
 FieldsCounter = Callable[[Sequence[type], Sequence[Fields]], list[int]]
-
-#: Messages whose counts a ``CachedCounter`` keeps by default (LRU).
-DEFAULT_CACHE_SIZE: Final = 16_384
 
 
 class _Ref(weakref.ref):  # type: ignore[type-arg]
@@ -39,7 +36,7 @@ class _Ref(weakref.ref):  # type: ignore[type-arg]
 class CachedCounter(Wrapper):
     """Wraps a ``TokenCounter`` with bounded, thread-safe caches of per-message counts.
 
-    Two layers, each an LRU of at most ``maxsize`` entries:
+    Two layers, each an LRU of at most ``cache_size`` entries:
 
     * by message object: a message seen before is recognised by identity (a
       weak reference) and its count reused while its fields still are the
@@ -62,14 +59,12 @@ class CachedCounter(Wrapper):
     value instead, or call ``clear()``. Counting happens outside the locks,
     so threads never wait on each other's tokenization.
 
-    Planning also remembers the last histories planned twice or more
-    (``HistoryMemo``, of up to ``maxsize`` messages each): a history that only
-    grew since one of them is counted and grouped for its new messages alone,
-    without even the identity layer's lookups. The memo holds those histories' messages
-    until newer ones replace them or ``clear()`` is called.
+    The identity layer is an ``OrderedDict`` of its own rather than an ``LRU``:
+    its entries leave when their message is collected, from a weak-reference
+    callback that may run inside another cache operation and so takes no lock.
     """
 
-    def __init__(self, counter: TokenCounter, maxsize: int = DEFAULT_CACHE_SIZE) -> None:
+    def __init__(self, counter: TokenCounter, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
         if not isinstance(counter, TokenCounter):
             msg = f"CachedCounter wraps a TokenCounter, got {type(counter).__name__}"
             raise TypeError(msg)
@@ -79,15 +74,14 @@ class CachedCounter(Wrapper):
         self._count_fields: FieldsCounter | None = (
             fields_counter() if callable(fields_counter) else None
         )
-        self._cache: LRU[int] = LRU(maxsize)
+        self._cache: LRU[int] = LRU(cache_size)
         # id(message) -> (weak reference, fields getter, message_fields(message), count)
         self._known: OrderedDict[int, tuple[Any, ...]] = OrderedDict()
         self._known_lock = threading.Lock()
         self._forget = _forgetter(self._known)
-        self.memo = HistoryMemo(maxsize) if maxsize else None
 
     @property
-    def maxsize(self) -> int:
+    def cache_size(self) -> int:
         return self._cache.maxsize
 
     def __len__(self) -> int:
@@ -98,8 +92,6 @@ class CachedCounter(Wrapper):
         self._cache.clear()
         with self._known_lock:
             self._known.clear()
-        if self.memo is not None:
-            self.memo.clear()
 
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
         check_messages(messages)
@@ -152,7 +144,7 @@ class CachedCounter(Wrapper):
         for i, count in zip(unknown, cached, strict=True):
             counts[i] = count
         checked = checked_counts(counts, messages, self.counter)
-        if self.maxsize:
+        if self.cache_size:
             self._cache.put_many([(keys[j], checked[unknown[j]]) for j in missing])
             self._remember(messages, unknown, getters, fields, checked)
         return checked
@@ -179,9 +171,9 @@ class CachedCounter(Wrapper):
         fields: list[tuple[Any, ...]],
         counts: list[int],
     ) -> None:
-        maxsize = self.maxsize
+        cache_size = self.cache_size
         entries = []
-        for j in range(max(0, len(unknown) - maxsize), len(unknown)):
+        for j in range(max(0, len(unknown) - cache_size), len(unknown)):
             m = messages[unknown[j]]
             try:
                 ref = _Ref(m, self._forget)
@@ -194,16 +186,16 @@ class CachedCounter(Wrapper):
             for key, entry in entries:
                 known.pop(key, None)
                 known[key] = entry  # the newest, at the end
-                if len(known) > maxsize:
+                if len(known) > cache_size:
                     with contextlib.suppress(KeyError):  # emptied by collections meanwhile
                         known.popitem(last=False)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Copies and pickles start with empty caches (a lock cannot be copied)."""
-        return (type(self), (self.counter, self.maxsize))
+        return (type(self), (self.counter, self.cache_size))
 
     def __repr__(self) -> str:
-        return f"CachedCounter({safe_repr(self.counter)}, maxsize={self.maxsize})"
+        return f"CachedCounter({safe_repr(self.counter)}, cache_size={self.cache_size})"
 
 
 def _forgetter(known: OrderedDict[int, tuple[Any, ...]]) -> Any:

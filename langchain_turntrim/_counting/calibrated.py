@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langchain_turntrim._core import TrimPlan, check_count, plan_costs
+from langchain_turntrim._core import check_count
 from langchain_turntrim._counting.additive import AdditiveCounter, checked_counts
 from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.cache import CachedCounter
 from langchain_turntrim._counting.protocol import TokenCounter
-from langchain_turntrim._messages import message_kinds
 
 if TYPE_CHECKING:
     from langchain_turntrim._counting.callback import CalibrationCallback
@@ -72,9 +71,10 @@ class CalibratedCounter(AdditiveCounter):
     warm-up margin.
 
     Thread-safe: observations take a lock; counts read one immutable state,
-    so a plan never mixes two calibrations. Nothing caches calibrated counts
-    (``resolve_counter`` never wraps this counter in a ``CachedCounter``); the
-    base counter's own counts are cached when it is an exact counter.
+    so a plan never mixes two calibrations (``measure``). Nothing caches
+    calibrated counts (``resolve_counter`` never wraps this counter in a
+    ``CachedCounter``, and ``stable`` is False); the base counter's own counts
+    are cached when it is an exact counter.
 
     Args:
         base: ``"approximate"`` (default), an ``AdditiveCounter`` or any
@@ -82,6 +82,9 @@ class CalibratedCounter(AdditiveCounter):
         warmup: Calls observed before the warm-up margin is lifted.
         margin: The warm-up margin, and the cap of the later one (a fraction).
     """
+
+    #: Its counts change as it learns: a planner never remembers them.
+    stable = False
 
     def __init__(
         self,
@@ -164,31 +167,17 @@ class CalibratedCounter(AdditiveCounter):
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
         return _each(self._state, self.base.count_each(messages))
 
-    def plan(
-        self,
-        messages: Sequence[BaseMessage],
-        kinds: Sequence[int] | None,
-        max_tokens: int,
-        *,
-        reserved: int = 0,
-        trim_to: int | None = None,
-    ) -> TrimPlan:
-        kinds = message_kinds(messages) if kinds is None else kinds
+    def measure(
+        self, messages: Sequence[BaseMessage], tools: Sequence[Any] = ()
+    ) -> tuple[list[int], int]:
+        """Each message's count and the request's constant, from one calibration
+        (a plan never mixes two, whatever ``observe`` does meanwhile)."""
         state = self._state
         costs = checked_counts(_each(state, self.base.count_each(messages)), messages, self)
-        overhead = _overhead(state, self.base.overhead) + reserved
-        return plan_costs(kinds, costs, max_tokens, overhead, trim_to)
-
-    def count(self, messages: Sequence[BaseMessage]) -> int:
-        state = self._state
-        each = checked_counts(_each(state, self.base.count_each(messages)), messages, self)
-        return _overhead(state, self.base.overhead) + sum(each)
+        return costs, _overhead(state, self.base.overhead) + _tools(state, self.base, tools)
 
     def count_tools(self, tools: Sequence[Any]) -> int:
-        if not tools:
-            return 0
-        state = self._state
-        return math.ceil(state.ratio * self.base.count_tools(tools) * (1 + state.margin))
+        return _tools(self._state, self.base, tools)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -228,6 +217,12 @@ def _each(state: Calibration, base: Sequence[int]) -> list[int]:
     scale = 1 + state.margin
     ratio, per_message = state.ratio, state.per_message
     return [max(0, math.ceil((ratio * b + per_message) * scale)) for b in base]
+
+
+def _tools(state: Calibration, base: AdditiveCounter, tools: Sequence[Any]) -> int:
+    if not tools:
+        return 0
+    return math.ceil(state.ratio * base.count_tools(tools) * (1 + state.margin))
 
 
 def _overhead(state: Calibration, base: int) -> int:

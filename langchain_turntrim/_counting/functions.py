@@ -7,7 +7,7 @@ from typing import Final
 
 from langchain_core.messages import BaseMessage
 
-from langchain_turntrim._counting.additive import AdditiveCounter
+from langchain_turntrim._counting.additive import AdditiveCounter, checked_counts
 from langchain_turntrim._counting.protocol import TokenCounter
 from langchain_turntrim._counting.whole_list import WholeListCounter
 from langchain_turntrim._messages import check_messages
@@ -26,7 +26,7 @@ class _MessageFunctionCounter(AdditiveCounter):
 
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
         check_messages(messages)
-        return list(map(self.function, messages))
+        return checked_counts(list(map(self.function, messages)), messages, self)
 
     def __repr__(self) -> str:
         return f"per_message({safe_repr(self.function)})"
@@ -43,14 +43,21 @@ def per_message(function: Callable[[BaseMessage], int]) -> TokenCounter:
     return _MessageFunctionCounter(function)
 
 
-def per_list(function: Callable[[list[BaseMessage]], int]) -> WholeListCounter:
+def per_list(function: Callable[..., int], *, takes_tools: bool = False) -> WholeListCounter:
     """Say explicitly that ``function`` counts a whole list (``list[BaseMessage] -> int``),
     like ``len`` or ``count_tokens_approximately``.
 
-    The counter's cache takes the size of the trimmer it is given to (its
-    ``cache_size``; 0 disables it).
+    ``takes_tools=True`` says that it also takes the request's tools
+    (``function(messages, tools=[...])``, as ``get_num_tokens_from_messages``
+    does) and counts them; otherwise tools are priced as LangChain's
+    approximate estimate, scaled to the function's units. The counter's cache
+    takes the size of the trimmer it is given to (its ``cache_size``; 0
+    disables it).
     """
     if not callable(function):
         msg = f"per_list needs a callable, got {type(function).__name__}"
         raise TypeError(msg)
-    return WholeListCounter(function, None)
+    if not isinstance(takes_tools, bool):
+        msg = f"takes_tools must be a bool, got {type(takes_tools).__name__}"
+        raise TypeError(msg)
+    return WholeListCounter(function, None, takes_tools=takes_tools)

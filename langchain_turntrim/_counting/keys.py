@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, ToolMes
 
 __all__ = [
     "Fields",
+    "UnkeyableError",
     "digest",
     "digests",
     "fields_getter",
@@ -101,7 +102,7 @@ def frozen_copy(message: BaseMessage, fields: Sequence[Any]) -> BaseMessage:
 _KEEP_BUFFER: Final = 1 << 16
 
 
-class _UnkeyableError(Exception):
+class UnkeyableError(Exception):
     """A value ``digest`` cannot key faithfully."""
 
 
@@ -117,7 +118,7 @@ class _Pickler(pickle.Pickler):
     """
 
     def reducer_override(self, obj: object) -> NoReturn:
-        raise _UnkeyableError(type(obj).__name__)
+        raise UnkeyableError(type(obj).__name__)
 
 
 _local = threading.local()
@@ -162,7 +163,7 @@ def digests(many: Sequence[Sequence[Any]]) -> list[bytes | None]:
             start = tell()
             try:
                 dump(values)
-            except (_UnkeyableError, RecursionError, ValueError, pickle.PicklingError):
+            except (UnkeyableError, RecursionError, ValueError, pickle.PicklingError):
                 seek(start)
                 truncate()
                 ends.append(-1)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import inspect
 import sys
 from collections.abc import Callable, Sequence
@@ -14,15 +13,18 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_turntrim._core import check_count
 from langchain_turntrim._counting.additive import AdditiveCounter, Uncached, Wrapper
 from langchain_turntrim._counting.approximate import ApproximateCounter
-from langchain_turntrim._counting.cache import DEFAULT_CACHE_SIZE, CachedCounter
+from langchain_turntrim._counting.cache import CachedCounter
 from langchain_turntrim._counting.calibrated import CalibratedCounter
 from langchain_turntrim._counting.functions import per_message
-from langchain_turntrim._counting.protocol import ResolvedCounter, TokenCounter
-from langchain_turntrim._counting.tools import tool_messages
+from langchain_turntrim._counting.protocol import TokenCounter
 from langchain_turntrim._counting.whole_list import WholeListCounter
+from langchain_turntrim._options import DEFAULT_CACHE_SIZE
 from langchain_turntrim._safe_repr import safe_repr
 
-__all__ = ["SHORTCUTS", "resolve_counter", "tiktoken_shortcut"]
+__all__ = ["SHORTCUTS", "Resolved", "resolve_counter", "tiktoken_shortcut"]
+
+#: What ``resolve_counter`` returns: a counter of one of the two families.
+Resolved = AdditiveCounter | WholeListCounter
 
 #: The strings ``token_counter`` accepts (shared with the command line's ``--token-counter``).
 SHORTCUTS = "'approximate', 'tiktoken:MODEL' (e.g. 'tiktoken:gpt-4o') or 'tiktoken:ENCODING'"
@@ -33,7 +35,7 @@ def tiktoken_shortcut(spec: str) -> TokenCounter:
     ``"tiktoken:o200k_base"`` -> ``TiktokenCounter(encoding="o200k_base")``."""
     import tiktoken  # noqa: PLC0415
 
-    from langchain_turntrim._counting.tiktoken_counter import TiktokenCounter  # noqa: PLC0415
+    from langchain_turntrim._counting.openai.counter import TiktokenCounter  # noqa: PLC0415
 
     name = spec.partition(":")[2].strip()
     if not name:
@@ -47,7 +49,7 @@ def tiktoken_shortcut(spec: str) -> TokenCounter:
     return TiktokenCounter(name)
 
 
-def resolve_counter(token_counter: object, cache_size: int = DEFAULT_CACHE_SIZE) -> ResolvedCounter:
+def resolve_counter(token_counter: object, cache_size: int = DEFAULT_CACHE_SIZE) -> Resolved:
     """Turn what a user passed as ``token_counter`` into a ready counter.
 
     Accepted: ``"approximate"``; ``"tiktoken:MODEL"`` / ``"tiktoken:ENCODING"``
@@ -90,26 +92,27 @@ def _expand(token_counter: object, cache_size: int) -> object:
     """The counter a shortcut, a chat model or a function stands for."""
     if isinstance(token_counter, str):
         if token_counter == "approximate":
-            return ApproximateCounter(cache_size)
+            return ApproximateCounter()
         if token_counter.startswith("tiktoken:"):
             return tiktoken_shortcut(token_counter)
         shown = safe_repr(token_counter, 80)
         msg = f"unknown token_counter shortcut {shown}; the shortcuts are {SHORTCUTS}"
         raise ValueError(msg)
     if token_counter is count_tokens_approximately:
-        return ApproximateCounter(cache_size)
+        return ApproximateCounter()
     if isinstance(token_counter, (TokenCounter, WholeListCounter)):
         return token_counter
     tools = _bound_tools(token_counter)
     if tools is not None:
         return _with_tools(token_counter.bound, tools, cache_size)  # type: ignore[attr-defined]
     if hasattr(token_counter, "get_num_tokens_from_messages"):
-        exact = _local_counter_for_model(token_counter)
+        exact = local_counter_for_model(token_counter)
         if exact is not None:
             return exact
         return WholeListCounter(
             token_counter.get_num_tokens_from_messages,
             cache_size,
+            takes_tools=_counts_tools(token_counter),
             label=f"{type(token_counter).__name__}.get_num_tokens_from_messages",
         )
     if callable(token_counter):
@@ -131,7 +134,7 @@ def _first_parameter_is_message(function: Callable[..., Any]) -> bool:
     return first is not None and first.annotation in (BaseMessage, "BaseMessage")
 
 
-def _local_counter_for_model(model: object) -> TokenCounter | None:
+def local_counter_for_model(model: object) -> TokenCounter | None:
     """The exact local counter for a chat model, where one exists.
 
     OpenAI chat models (``langchain_openai.BaseChatOpenAI`` and subclasses)
@@ -147,7 +150,7 @@ def _local_counter_for_model(model: object) -> TokenCounter | None:
 
     if not isinstance(model, BaseChatOpenAI) or model.custom_get_token_ids is not None:
         return None
-    from langchain_turntrim._counting.tiktoken_counter import (  # noqa: PLC0415
+    from langchain_turntrim._counting.openai.counter import (  # noqa: PLC0415
         EncodingUnavailableError,
         TiktokenCounter,
     )
@@ -177,21 +180,23 @@ def _bound_tools(value: object) -> list[Any] | None:
 def _with_tools(model: Any, tools: list[Any], cache_size: int) -> object:
     """The counter of ``model`` with ``tools`` priced in every count.
 
-    OpenAI models: ``TiktokenCounter``, the tools a constant per request (their
-    JSON schemas, one system message each, as ``count_tools`` prices them).
-    A model whose own ``get_num_tokens_from_messages`` counts tools is given
-    them (``tools=``, as ``trim_messages`` does); to one that ignores them
-    (LangChain's default implementation, ``ChatOpenAI``'s) the schemas are
-    sent as system messages before the conversation.
+    OpenAI models: ``TiktokenCounter``, the tools a constant per request (as
+    its ``count_tools`` prices them). Any other model: its own
+    ``get_num_tokens_from_messages``, given the tools as ``tools=`` where it
+    counts them (as ``trim_messages`` does), else with them priced by the
+    approximate estimate in its units (see ``WholeListCounter``).
     """
-    exact = _local_counter_for_model(model)
+    exact = local_counter_for_model(model)
     if exact is not None:
         return ToolsPriced(exact, tools)
-    function = model.get_num_tokens_from_messages
     label = f"{type(model).__name__}.get_num_tokens_from_messages with {len(tools)} tools"
-    if _counts_tools(model):
-        return WholeListCounter(functools.partial(function, tools=tools), cache_size, label=label)
-    return WholeListCounter(SchemasFirst(function, tools), cache_size, label=label)
+    return WholeListCounter(
+        model.get_num_tokens_from_messages,
+        cache_size,
+        takes_tools=_counts_tools(model),
+        bound_tools=tools,
+        label=label,
+    )
 
 
 def _counts_tools(model: object) -> bool:
@@ -207,21 +212,6 @@ def _counts_tools(model: object) -> bool:
     except (TypeError, ValueError):
         return False
     return "tools" in parameters
-
-
-class SchemasFirst:
-    """``function(schemas + messages)``: tool schemas counted as system messages
-    sent before the conversation (for a model that cannot count tools)."""
-
-    def __init__(self, function: Callable[[list[BaseMessage]], int], tools: Sequence[Any]) -> None:
-        self.function = function
-        self.schemas = tool_messages(tools)
-
-    def __call__(self, messages: list[BaseMessage]) -> int:
-        return self.function([*self.schemas, *messages])
-
-    def __repr__(self) -> str:
-        return f"SchemasFirst({safe_repr(self.function)}, {len(self.schemas)} tools)"
 
 
 class ToolsPriced(Wrapper):

@@ -1,12 +1,12 @@
-"""``HistoryMemo``: the histories an additive counter planned last, so that a
+"""``HistoryMemo``: the histories an additive planner planned last, so that a
 history that only grew since is counted and grouped in O(new messages).
 
 An agent trims before every model call, and between two calls its history
 only grows: the same message objects, plus the newest step. The memo keeps,
 for each of the last few histories planned (from their second plan on), its
 messages, the fields each
-count was made from (``message_fields``), their turn kinds and the
-``Grouping`` of all of them. A history that starts with one of those, message
+count was made from (``message_fields``) and the ``Grouping`` of all of them
+(their kinds and costs included). A history that starts with one of those, message
 for message (the same objects, whose counted fields are still the same
 objects, of the same kinds), is planned by counting and grouping only the
 messages after it. Anything else (a message replaced, removed or inserted, a
@@ -46,14 +46,13 @@ class _Entry:
     """One remembered history. An entry is used by one call at a time: a call
     takes it out of the memo, extends it in place and puts it back."""
 
-    __slots__ = ("classes", "grouping", "kinds", "messages")
+    __slots__ = ("classes", "grouping", "messages")
 
     def __init__(self) -> None:
         self.messages: list[BaseMessage] = []
         #: For each fields getter (one per message class): its messages, and
         #: their counted fields one after the other.
         self.classes: dict[Getter, tuple[list[BaseMessage], list[Any]]] = {}
-        self.kinds: list[int] = []
         self.grouping = Grouping()
 
     def matches(self, messages: Sequence[BaseMessage], kinds: list[int] | None) -> bool:
@@ -62,7 +61,7 @@ class _Entry:
         is_ = operator.is_
         if not all(map(is_, known, messages)):
             return False
-        if kinds is not None and self.kinds != kinds[: len(known)]:
+        if kinds is not None and self.grouping.kinds != kinds[: len(known)]:
             return False
         # The same objects, hence the same classes and getters: each class's
         # current fields line up with the remembered ones, read in C.
@@ -98,12 +97,15 @@ class _Entry:
             known, known_fields = self.classes.setdefault(getter, ([], []))
             known.extend(group)
             known_fields.extend(fields)
-        self.kinds.extend(kinds)
 
 
 class HistoryMemo:
     """The last ``HISTORIES`` histories planned (each of at most ``max_messages``
-    messages), for ``AdditiveCounter.plan``.
+    messages), for ``AdditivePlanner``.
+
+    A list of at most ``HISTORIES`` entries, the most recent first, rather
+    than an ``LRU``: a history is found by the remembered one it starts with
+    (the same last message at the same place), not by a key.
 
     A history is remembered from the second time it (or an older version of
     it) is planned: the first time, only its last message is noted. So

@@ -1,8 +1,9 @@
-"""Compaction inside the newest turn, for ``on_overflow="compact"``.
+"""The ladder that compacts the newest turn, and ``Compaction``, what it did.
 
 When the newest turn alone does not fit beside the pinned messages, every
 older turn is dropped and the newest turn is made smaller by a deterministic
-ladder, each rung used only as far as needed:
+ladder, each rung used only as far as needed to reach a room (in the units
+of the per-message counts it is given; ``fit`` chooses the room):
 
 1. **clear** the oldest tool results: their content becomes a short note
    naming the tool and the tokens it held; the newest ``keep_tool_results``
@@ -17,39 +18,29 @@ ladder, each rung used only as far as needed:
 Steps are atomic (a call never travels without its results), the user
 message stays first, and every compacted message is a new object of the
 caller's class with the same ``id``, ``tool_call_id`` and ``tool_calls``.
-If not even the pinned messages, the user message and the newest step cut to
-their notes fit, ``TurnTrimOverflowError`` is raised: a request without a
-user message is never built.
+A room the ladder cannot reach leaves the turn at its skeleton: the user
+message and the newest step, cut as far as they go.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    HumanMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_turntrim import _cutting as cutting
-from langchain_turntrim._core import ANCHOR, PINNED, TrimPlan
-from langchain_turntrim._counting import ResolvedCounter
-from langchain_turntrim._errors import TurnTrimOverflowError, check_overflow
-from langchain_turntrim._messages import message_kinds
-from langchain_turntrim._options import DEFAULT_KEEP_TOOL_RESULTS, OnOverflow
+from langchain_turntrim._compaction import edits
+from langchain_turntrim._core import ANCHOR, PINNED
 
-__all__ = ["DEFAULT_KEEP_TOOL_RESULTS", "Compaction", "compact", "decide"]
+__all__ = ["PINNED_KINDS", "Compaction", "Ladder"]
 
-#: Exact recounts of the compacted list before giving up (whole-list counters
-#: only estimate per message; additive counters need one).
-_ATTEMPTS: Final = 4
 #: Counts per truncated message while searching for its length.
 _SEARCH_STEPS: Final = 8
 #: Kinds that stay where they are, outside the ladder.
-_PINNED: Final = (PINNED, ANCHOR)
+PINNED_KINDS: Final = (PINNED, ANCHOR)
+#: Each message's count, in the units of the room the ladder reaches for.
+CountEach = Callable[[Sequence[BaseMessage]], list[int]]
 
 
 @dataclass(frozen=True)
@@ -59,8 +50,11 @@ class Compaction:
     ``messages`` is the result (pinned messages, then the compacted turn) and
     ``kept`` the input index of each of its messages; ``compacted`` the new
     message objects in it, in order; ``dropped`` the
-    caller's messages of the turn that were left out (whole steps). Each
-    rung's saving is in tokens, as the counter counts them.
+    caller's messages of the turn that were left out (whole steps);
+    ``tokens_after`` the counter's count of ``messages`` (and the request's
+    tools). Each rung's saving is in the per-message counts the ladder ran on:
+    the counter's own for additive counters, the approximate estimate for
+    whole-list ones.
     """
 
     messages: list[BaseMessage]
@@ -81,15 +75,9 @@ class Compaction:
         new = {id(m) for m in self.compacted}
         return {i: m for i, m in zip(self.kept, self.messages, strict=True) if id(m) in new}
 
-    def summary(self, plan: TrimPlan) -> dict[str, int | bool]:
-        """The trace metadata's figures: the plan's, corrected for what was
-        kept, and each rung's."""
+    def figures(self) -> dict[str, int]:
+        """Each rung's figures, as the trace metadata carries them."""
         return {
-            "tokens_after": self.tokens_after,
-            "messages_after": len(self.messages),
-            "dropped_messages": plan.size - len(self.messages),
-            "dropped_turns": plan.turns - 1,
-            "budget_met": True,
             "compacted_messages": len(self.compacted),
             "cleared_results": self.cleared_results,
             "cleared_tokens": self.cleared_tokens,
@@ -119,79 +107,18 @@ class _Slot:
         self.message, self.tokens, self.change = self.original, self.original_tokens, ""
 
 
-def decide(
-    messages: Sequence[BaseMessage],
-    kinds: Sequence[int] | None,
-    counter: ResolvedCounter,
-    max_tokens: int,
-    *,
-    on_overflow: OnOverflow,
-    keep_tool_results: int,
-    trim_to: int | None,
-    reserved: int = 0,
-) -> tuple[TrimPlan, Compaction | None]:
-    """The whole decision every entry point makes: the spec's plan, then, when
-    not even the newest turn fits, the overflow rule (``"compact"`` compacts
-    it, ``"raise"`` raises, ``"drop"`` keeps the plan)."""
-    plan = counter.plan(messages, kinds, max_tokens, reserved=reserved, trim_to=trim_to)
-    if on_overflow == "compact" and plan.overflowed:
-        kinds = message_kinds(messages) if kinds is None else kinds
-        compaction = compact(
-            messages, kinds, plan, counter, keep_tool_results=keep_tool_results, reserved=reserved
-        )
-        return plan, compaction
-    check_overflow(plan, on_overflow)
-    return plan, None
-
-
-def compact(
-    messages: Sequence[BaseMessage],
-    kinds: Sequence[int],
-    plan: TrimPlan,
-    counter: ResolvedCounter,
-    *,
-    keep_tool_results: int,
-    reserved: int = 0,
-) -> Compaction:
-    """Compact the newest turn of ``messages`` (planned as ``plan``) into the budget.
-
-    ``reserved`` tokens (tool schemas) are part of ``plan.overhead_tokens``
-    and are added to the exact count of the result.
-    """
-    overflow = TurnTrimOverflowError(
-        plan.max_tokens, plan.system_tokens + plan.overhead_tokens, plan.newest_turn_tokens
-    )
-    if not plan.budget_met:
-        raise overflow
-    start = plan.newest_turn_start
-    before = [i for i in range(start) if kinds[i] in _PINNED]
-    turn = [i for i in range(start, len(messages)) if kinds[i] not in _PINNED]
-    room = plan.max_tokens - plan.system_tokens - plan.overhead_tokens
-    for _ in range(_ATTEMPTS):
-        ladder = _Ladder(messages, turn, counter, keep_tool_results)
-        if not ladder.run(room):
-            raise overflow
-        indices = ladder.kept_indices(kinds, before, start)
-        kept = ladder.result(messages, indices)
-        total = counter.count(kept) + reserved
-        if total <= plan.max_tokens:
-            return ladder.outcome(kept, indices, total)
-        room -= total - plan.max_tokens
-    raise overflow
-
-
-class _Ladder:
+class Ladder:
     """The three rungs over one turn's messages (pinned ones stay out of it)."""
 
     def __init__(
         self,
         messages: Sequence[BaseMessage],
         turn: list[int],
-        counter: ResolvedCounter,
+        count_each: CountEach,
         keep_tool_results: int,
     ) -> None:
-        self.counter = counter
-        costs = counter.count_each([messages[i] for i in turn])
+        self.count_each = count_each
+        costs = count_each([messages[i] for i in turn])
         slots = [_Slot(i, messages[i], c) for i, c in zip(turn, costs, strict=True)]
         # The head: the user message (absent when a summary, pinned, opens the
         # turn) and any result before the first assistant message. Then one
@@ -209,8 +136,8 @@ class _Ladder:
         is_user = first is not None and isinstance(first.original, HumanMessage)
         self.user = first if is_user else None
         self.dropped: list[_Slot] = []
-        self.names = cutting.tool_names(messages[i] for i in turn)
-        results = [s for step in self.steps for s in step if cutting.is_result(s.message)]
+        self.names = edits.tool_names(messages[i] for i in turn)
+        results = [s for step in self.steps for s in step if edits.is_result(s.message)]
         keep = max(0, keep_tool_results)
         self.clearable = results[: len(results) - keep] if keep else results
 
@@ -221,7 +148,8 @@ class _Ladder:
         return [*self.head, *(s for step in self.steps for s in step)]
 
     def run(self, room: int) -> bool:
-        """Apply the rungs until the turn fits ``room``; False if it cannot."""
+        """Apply the rungs until the turn fits ``room``; False if it cannot
+        (the turn is then at its skeleton)."""
         total = self.total()
         for slot in self.clearable:
             if total <= room:
@@ -255,12 +183,12 @@ class _Ladder:
         return max(others or slots, key=lambda s: s.tokens, default=None)
 
     def _count(self, message: BaseMessage) -> int:
-        return self.counter.count_each([message])[0]
+        return self.count_each([message])[0]
 
     def _clear(self, slot: _Slot) -> int:
         name = self.names.get(getattr(slot.message, "tool_call_id", None) or "", "tool")
         note = f"[result of {name} cleared to fit the context: {slot.tokens} tokens]"
-        cleared = cutting.with_result_text(slot.message, note)
+        cleared = edits.with_result_text(slot.message, note)
         tokens = self._count(cleared)
         if tokens >= slot.tokens:
             return 0
@@ -271,8 +199,8 @@ class _Ladder:
     def _truncate(self, slot: _Slot, target: int) -> int:
         """Cut ``slot``'s text to at most ``target`` tokens, or as far as it goes."""
         original = slot.message
-        text = cutting.text(original)
-        floor = cutting.with_text(original, cutting.cut(text, 0))
+        text = edits.text(original)
+        floor = edits.with_text(original, edits.truncate(text, 0))
         floor_tokens = self._count(floor)
         if floor_tokens >= slot.tokens:
             slot.at_floor = True
@@ -284,7 +212,7 @@ class _Ladder:
             keep = int((target - floor_tokens) / per_char)
             for _ in range(_SEARCH_STEPS):
                 keep = max(0, min(keep, len(text) - 1))
-                candidate = cutting.with_text(original, cutting.cut(text, keep))
+                candidate = edits.with_text(original, edits.truncate(text, keep))
                 counted = self._count(candidate)
                 if counted <= target:
                     message, tokens = candidate, counted
@@ -299,7 +227,7 @@ class _Ladder:
     def kept_indices(self, kinds: Sequence[int], before: list[int], start: int) -> list[int]:
         """Pinned messages before the turn, then the turn in order (its pinned in place)."""
         inside = {s.index for s in self.kept_slots()}
-        rest = (i for i in range(start, len(kinds)) if kinds[i] in _PINNED or i in inside)
+        rest = (i for i in range(start, len(kinds)) if kinds[i] in PINNED_KINDS or i in inside)
         return [*before, *rest]
 
     def result(self, messages: Sequence[BaseMessage], indices: list[int]) -> list[BaseMessage]:

@@ -21,22 +21,39 @@ from typing import Any, Final
 
 import tiktoken
 
-from langchain_turntrim._counting.encodings import load_encoding
-from langchain_turntrim._counting.openai_models import encoding_name_for_model
+from langchain_turntrim._counting.openai.encodings import load_encoding
+from langchain_turntrim._counting.openai.models import encoding_name_for_model
 
 __all__ = [
+    "DEFAULT_MODEL",
+    "DROPPED_BLOCKS",
     "REPLY_PRIMING",
     "ROLES",
     "TOOL_CALL_ID_TOKENS",
+    "TOOL_CALL_KEYS",
     "PlainCounter",
+    "chat_rules",
     "dump_args",
     "message_constants",
 ]
+
+#: The model ``TiktokenCounter`` counts for when neither a model nor an encoding is given.
+DEFAULT_MODEL: Final = "gpt-4o"
 
 #: Reply priming (``<|im_start|>assistant``), counted once per request.
 REPLY_PRIMING: Final = 3
 #: What ChatOpenAI adds for a tool message's ``tool_call_id``, whatever it is.
 TOOL_CALL_ID_TOKENS: Final = 3
+#: Content blocks ChatOpenAI drops from Chat Completions requests.
+DROPPED_BLOCKS: Final = (
+    "tool_use",
+    "thinking",
+    "reasoning_content",
+    "function_call",
+    "code_interpreter_call",
+)
+#: What ChatOpenAI keeps of a raw tool call in ``additional_kwargs``.
+TOOL_CALL_KEYS: Final = ("id", "type", "function")
 #: The roles a message can be sent with.
 ROLES: Final = ("user", "assistant", "system", "developer", "function", "tool")
 #: ``json.dumps(args, ensure_ascii=False)``, as ChatOpenAI dumps tool-call
@@ -61,6 +78,33 @@ def message_constants(model: str) -> tuple[int, int]:
     return (4, -1) if model.startswith("gpt-3.5-turbo-0301") else (3, 1)
 
 
+def chat_rules(
+    model: object, encoding: object
+) -> tuple[str | None, tiktoken.Encoding, str, int, int]:
+    """What ``TiktokenCounter(model, encoding=encoding)`` counts with: the model
+    (``DEFAULT_MODEL`` when neither is given), the encoding, its name, and the
+    tokens per message and per name; raises ``TypeError``/``ValueError``."""
+    if model is not None and encoding is not None:
+        msg = "pass either model or encoding to TiktokenCounter, not both"
+        raise ValueError(msg)
+    if model is not None and not isinstance(model, str):
+        msg = f"model must be a str, got {type(model).__name__}"
+        raise TypeError(msg)
+    if encoding is None:
+        model = DEFAULT_MODEL if model is None else model
+        if not model.strip():
+            msg = "model must be a non-empty model name"
+            raise ValueError(msg)
+        name = encoding_name_for_model(model)
+        return (model, load_encoding(name), name, *message_constants(model))
+    if isinstance(encoding, tiktoken.Encoding):
+        return (None, encoding, encoding.name, 3, 1)
+    if isinstance(encoding, str):
+        return (None, load_encoding(encoding), encoding, 3, 1)
+    msg = f"encoding must be a str or a tiktoken.Encoding, got {type(encoding).__name__}"
+    raise TypeError(msg)
+
+
 class PlainCounter:
     """``TiktokenCounter``'s count of plain message dicts (see the module).
 
@@ -80,15 +124,16 @@ class PlainCounter:
     @classmethod
     def of(cls, name: str) -> PlainCounter | None:
         name = name.strip()
+        if not name:
+            return None
         if name in tiktoken.list_encoding_names():
             return cls(load_encoding(name), 3, 1)
         try:
-            encoding_name = encoding_name_for_model(name) if name else None
+            encoding_name_for_model(name)
         except ValueError:
             return None
-        if encoding_name is None:
-            return None
-        return cls(load_encoding(encoding_name), *message_constants(name))
+        _, encoding, _, per_message, per_name = chat_rules(name, None)
+        return cls(encoding, per_message, per_name)
 
     def count(self, messages: Sequence[object]) -> list[int] | None:
         """Each message's tokens, or ``None`` when one of them is not plain."""

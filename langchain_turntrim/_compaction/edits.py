@@ -1,4 +1,4 @@
-"""A message's text as compaction sees it: cleared to a note, or cut around one.
+"""A message's text as compaction sees it: cleared to a note, or truncated around one.
 
 New message objects only: the caller's messages are never changed.
 """
@@ -15,7 +15,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-__all__ = ["cut", "is_result", "text", "tool_names", "with_result_text", "with_text"]
+__all__ = ["is_result", "text", "tool_names", "truncate", "with_result_text", "with_text"]
 
 
 def is_result(message: BaseMessage) -> bool:
@@ -43,7 +43,7 @@ def tool_names(messages: Any) -> dict[str, str]:
 
 
 def text(message: BaseMessage) -> str:
-    """The text compaction may cut: the content, or its text (and tool result) parts."""
+    """The text compaction may truncate: the content, or its text (and tool result) parts."""
     content = message.content
     if isinstance(content, str):
         return content
@@ -77,7 +77,7 @@ def with_text(message: BaseMessage, text: str) -> BaseMessage:
 
     List content keeps its blocks that carry no text (tool uses, say) only
     where they are needed for the conversation to stay valid; images and
-    other data are part of what is cut.
+    other data are part of what is truncated.
     """
     content = message.content
     if isinstance(content, str):
@@ -111,12 +111,13 @@ def with_result_text(message: BaseMessage, text: str) -> BaseMessage:
     return message.model_copy(update={"content": text})
 
 
-def cut(text: str, keep: int) -> str:
-    """``text`` cut to ``keep`` characters around a note: two thirds head, one third tail."""
+def truncate(text: str, keep: int) -> str:
+    """``text`` truncated to ``keep`` characters around a note: two thirds head,
+    one third tail (the note's wording is what the model reads)."""
     if keep >= len(text):
         return text
     head = keep - keep // 3
     tail = keep - head
-    cut = len(text) - keep
-    note = f"\n[... {cut:,} characters cut to fit the context ...]\n"
+    removed = len(text) - keep
+    note = f"\n[... {removed:,} characters cut to fit the context ...]\n"
     return text[:head] + note + (text[len(text) - tail :] if tail else "")

@@ -18,8 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from langchain_turntrim._counting.tool_cache import memo, tool_key, tools_key
-from langchain_turntrim._counting.tools import tool_json
+from langchain_turntrim._counting.tools import remembered, tool_json, tool_key, tools_key
 
 __all__ = ["CHAT_TOOLS", "GPT4O_TOOLS", "ToolFraming", "tool_framing", "tools_tokens"]
 
@@ -54,7 +53,9 @@ def tools_tokens(tools: Sequence[Any], encode: Encode, framing: ToolFraming) -> 
     if not tools:
         return 0
     key = tools_key(tools)
-    return memo(("openai", encode, framing), key, lambda: _tools_tokens(tools, encode, framing))
+    return remembered(
+        ("openai", encode, framing), key, lambda: _tools_tokens(tools, encode, framing)
+    )
 
 
 def _tools_tokens(tools: Sequence[Any], encode: Encode, framing: ToolFraming) -> int:
@@ -81,8 +82,10 @@ class _Pricer:
         return len(self.encode(text))
 
     def tool(self, tool: Any) -> int:
-        """What ``tool`` adds, remembered per encoding and framing (see ``tool_cache``)."""
-        return memo(("openai-tool", self.encode, self.f), tool_key(tool), lambda: self._price(tool))
+        """What ``tool`` adds, remembered per encoding and framing (see ``tools.remembered``)."""
+        return remembered(
+            ("openai-tool", self.encode, self.f), tool_key(tool), lambda: self._price(tool)
+        )
 
     def _price(self, tool: Any) -> int:
         try:

@@ -27,35 +27,24 @@ from langchain_core.messages import (
 )
 
 from langchain_turntrim._counting.additive import AdditiveCounter
-from langchain_turntrim._counting.encodings import EncodingUnavailableError, load_encoding
 from langchain_turntrim._counting.keys import Fields, message_fields
-from langchain_turntrim._counting.openai_chat import (
+from langchain_turntrim._counting.openai.chat import (
+    DROPPED_BLOCKS,
     REPLY_PRIMING,
     ROLES,
     TOOL_CALL_ID_TOKENS,
+    TOOL_CALL_KEYS,
+    chat_rules,
     dump_args,
-    message_constants,
 )
-from langchain_turntrim._counting.openai_images import image_pricing, image_size, image_source
-from langchain_turntrim._counting.openai_models import encoding_name_for_model
-from langchain_turntrim._counting.openai_tools import tool_framing, tools_tokens
+from langchain_turntrim._counting.openai.encodings import EncodingUnavailableError
+from langchain_turntrim._counting.openai.images import image_pricing, image_size, image_source
+from langchain_turntrim._counting.openai.tools import tool_framing, tools_tokens
 from langchain_turntrim._messages import check_messages
 from langchain_turntrim._safe_repr import deep_repr
 
 __all__ = ["EncodingUnavailableError", "TiktokenCounter"]
 
-#: The model used when neither ``model`` nor ``encoding`` is given.
-DEFAULT_MODEL: Final = "gpt-4o"
-
-# Content blocks ChatOpenAI drops from Chat Completions requests.
-_DROPPED_BLOCKS: Final = (
-    "tool_use",
-    "thinking",
-    "reasoning_content",
-    "function_call",
-    "code_interpreter_call",
-)
-_TOOL_CALL_KEYS: Final = ("id", "type", "function")
 # What a message is sent as, by its class (subclasses found by issubclass once).
 _CHAT, _USER, _AI, _SYSTEM, _FUNCTION, _TOOL, _OTHER = range(7)
 _KINDS: Final = (
@@ -165,29 +154,7 @@ class TiktokenCounter(AdditiveCounter):
         encoding: str | tiktoken.Encoding | None = None,
         url_image_tokens: int | None = None,
     ) -> None:
-        if model is not None and encoding is not None:
-            msg = "pass either model or encoding to TiktokenCounter, not both"
-            raise ValueError(msg)
-        if model is not None and not isinstance(model, str):
-            msg = f"model must be a str, got {type(model).__name__}"
-            raise TypeError(msg)
-        if encoding is None:
-            model = DEFAULT_MODEL if model is None else model
-            if not model.strip():
-                msg = "model must be a non-empty model name"
-                raise ValueError(msg)
-            encoding_name = encoding_name_for_model(model)
-            enc = load_encoding(encoding_name)
-            per_message, per_name = message_constants(model)
-        elif isinstance(encoding, tiktoken.Encoding):
-            enc, per_message, per_name = encoding, 3, 1
-            encoding_name = enc.name
-        elif isinstance(encoding, str):
-            enc, per_message, per_name = load_encoding(encoding), 3, 1
-            encoding_name = encoding
-        else:
-            msg = f"encoding must be a str or a tiktoken.Encoding, got {type(encoding).__name__}"
-            raise TypeError(msg)
+        model, enc, encoding_name, per_message, per_name = chat_rules(model, encoding)
         self._model = model
         self._encoding = enc
         self._encode = enc.encode_ordinary
@@ -338,7 +305,7 @@ class TiktokenCounter(AdditiveCounter):
             return len(self._encode(text)) if isinstance(text, str) else None
         if kind in ("image_url", "image"):
             return self._image(b)
-        if kind == "file" or kind in _DROPPED_BLOCKS:
+        if kind == "file" or kind in DROPPED_BLOCKS:
             return 0
         fn = b.get("function") if kind == "function" else None
         if isinstance(fn, dict):
@@ -382,9 +349,7 @@ class TiktokenCounter(AdditiveCounter):
             calls = extra["tool_calls"]
             if isinstance(calls, (list, tuple)):
                 for c in calls:  # ChatOpenAI keeps only id, type and function
-                    kept = (
-                        {k: c[k] for k in _TOOL_CALL_KEYS if k in c} if isinstance(c, dict) else c
-                    )
+                    kept = {k: c[k] for k in TOOL_CALL_KEYS if k in c} if isinstance(c, dict) else c
                     n += self._block(kept)
             elif calls is not None:
                 n += _dumped_len(self._encode, calls, _dump_block)

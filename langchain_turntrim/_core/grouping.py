@@ -1,0 +1,159 @@
+"""Grouping messages into turns, from their kinds and costs: resumable, O(n).
+
+A turn runs from a ``START`` (or ``ANCHOR``) message up to, not including,
+the next one. Messages before the first turn belong to no turn and are always
+discarded. ``Grouping`` keeps what a plan needs (the pinned tokens, each
+turn's tokens) and where the newest reply stands, so that the previous model
+call's plan can be made without grouping again.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+
+from langchain_turntrim._core.kinds import ANCHOR, PINNED, REPLY, START
+from langchain_turntrim._core.plan import Previous, TrimPlan, plan_turns
+
+__all__ = ["Grouping", "plan_costs", "previous_call"]
+
+_PINNED = (PINNED, ANCHOR)
+
+
+class Grouping:
+    """The grouping pass over a history's messages, resumable.
+
+    ``extend`` feeds it more messages (their kinds and costs, already
+    validated), in place; ``plan`` decides what fits a budget. A history
+    planned once and then appended to is grouped again only for what was
+    appended: this is what the planner keeps of each history it remembers.
+    """
+
+    __slots__ = (
+        "costs",
+        "current",
+        "kinds",
+        "orphan",
+        "pinned",
+        "reply",
+        "size",
+        "starts",
+        "system",
+        "turn_costs",
+    )
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.system = 0  # the pinned messages' tokens
+        self.orphan = 0  # the tokens before the first turn
+        self.current = 0  # the open (newest) turn's tokens so far
+        self.reply = -1  # the index of the newest reply (-1: none yet)
+        self.starts: list[int] = []
+        self.turn_costs: list[int] = []  # the closed turns'
+        self.pinned: list[int] = []
+        self.kinds: list[int] = []
+        self.costs: list[int] = []
+
+    def extend(self, kinds: Sequence[int], costs: Sequence[int]) -> None:
+        """Group ``len(kinds)`` more messages: one pass, O(len(kinds))."""
+        system, orphan, current, reply = self.system, self.orphan, self.current, self.reply
+        starts, turn_costs, pinned = self.starts, self.turn_costs, self.pinned
+        for i, kind, cost in zip(
+            range(self.size, self.size + len(kinds)), kinds, costs, strict=True
+        ):
+            if kind == START:
+                if starts:
+                    turn_costs.append(current)
+                starts.append(i)
+                current = cost
+            elif kind == PINNED:
+                system += cost
+                pinned.append(i)
+            elif kind == ANCHOR:  # pinned, and the start of a turn that costs nothing itself
+                system += cost
+                pinned.append(i)
+                if starts:
+                    turn_costs.append(current)
+                starts.append(i)
+                current = 0
+            else:
+                if kind == REPLY:
+                    reply = i
+                if starts:
+                    current += cost
+                else:
+                    orphan += cost
+        self.kinds.extend(kinds)
+        self.costs.extend(costs)
+        self.size += len(kinds)
+        self.system, self.orphan, self.current, self.reply = system, orphan, current, reply
+
+    def plan(self, max_tokens: int, overhead: int = 0, trim_to: int | None = None) -> TrimPlan:
+        """The plan of the messages grouped so far; O(turns + messages after
+        the newest reply), and nothing is changed."""
+        turn_costs = [*self.turn_costs, self.current] if self.starts else []
+        previous = None
+        if self.reply >= 0:
+            previous = previous_call(
+                self.starts,
+                turn_costs,
+                self.system + overhead,
+                self.size,
+                self.reply,
+                self.kinds[self.reply :],
+                self.costs[self.reply :],
+            )
+        return plan_turns(
+            self.size,
+            self.starts,
+            turn_costs,
+            self.pinned,
+            self.system + overhead,
+            overhead,
+            self.orphan,
+            max_tokens,
+            trim_to,
+            previous,
+        )
+
+
+def previous_call(
+    starts: Sequence[int],
+    turn_costs: Sequence[int],
+    system: int,
+    size: int,
+    reply: int,
+    tail_kinds: Sequence[int],
+    tail_costs: Sequence[int],
+) -> Previous:
+    """The history before index ``reply`` (the previous model call's), from this
+    history's turns (``turn_costs``, the newest one's included), its pinned
+    tokens and the kinds and costs of its messages from ``reply`` on."""
+    turns = bisect_left(starts, reply)
+    for kind, cost in zip(tail_kinds, tail_costs, strict=True):
+        if kind in _PINNED:
+            system -= cost
+    if not turns:
+        return (0, 0, system)
+    end = starts[turns] if turns < len(starts) else size
+    last = turn_costs[turns - 1]
+    for kind, cost in zip(tail_kinds[: end - reply], tail_costs[: end - reply], strict=True):
+        if kind not in _PINNED:
+            last -= cost
+    return (turns, last, system)
+
+
+def plan_costs(
+    kinds: Sequence[int],
+    costs: Sequence[int],
+    max_tokens: int,
+    overhead: int = 0,
+    trim_to: int | None = None,
+) -> TrimPlan:
+    """Plan a trim from each message's kind and cost (already validated).
+
+    One grouping pass and one backward pass over the turns: O(n).
+    """
+    grouping = Grouping()
+    grouping.extend(kinds, costs)
+    return grouping.plan(max_tokens, overhead, trim_to)

@@ -1,0 +1,96 @@
+"""The turn kinds a message can have, the roles that map to them, and the
+validators every count and every message error share.
+
+Five kinds:
+
+* ``PINNED`` (system and developer messages): never dropped, paid for first;
+* ``START`` (user messages): each one opens a turn;
+* ``REPLY`` (assistant messages): extends the open turn, and marks the end of
+  a model call's input: the history before the newest ``REPLY`` is what the
+  previous model call was sent;
+* ``CONTINUE`` (tool and function results): extend the open turn;
+* ``ANCHOR`` (a summary standing for dropped history): pinned like ``PINNED``
+  and, like ``START``, opening a turn of the messages that follow it, so they
+  are not discarded as messages before the first user message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from langchain_turntrim._safe_repr import safe_repr
+
+__all__ = [
+    "ANCHOR",
+    "CHAT_ROLE_KINDS",
+    "CONTINUE",
+    "PINNED",
+    "REPLY",
+    "ROLE_KINDS",
+    "START",
+    "check_count",
+    "check_trim_to",
+    "describe",
+]
+
+PINNED: Final = 0
+START: Final = 1
+CONTINUE: Final = 2
+ANCHOR: Final = 3
+REPLY: Final = 4
+
+#: The roles ``trim_history`` accepts and what each one does.
+ROLE_KINDS: Final[Mapping[str, int]] = {
+    "system": PINNED,
+    "developer": PINNED,
+    "user": START,
+    "assistant": REPLY,
+    "tool": CONTINUE,
+    "function": CONTINUE,
+}
+_ALIASES: Final = {"user": ("human",), "assistant": ("ai",)}
+#: How a ``ChatMessage`` (or an OpenAI-style dict) is treated, by its ``role``:
+#: the core's roles, each followed by LangChain's spelling of it (``human``, ``ai``).
+CHAT_ROLE_KINDS: Final[Mapping[str, int]] = {
+    name: kind for role, kind in ROLE_KINDS.items() for name in (role, *_ALIASES.get(role, ()))
+}
+
+
+def check_count(value: object, name: str = "max_tokens") -> int:
+    """Return ``value`` as an exact int if it is a non-negative int (not a
+    bool), else raise ``TypeError``/``ValueError`` naming it ``name``.
+
+    The one rule for every count and size the package accepts (budgets,
+    reserves, cache sizes, token counts), with one message style. An ``int``
+    subclass is read as the int it holds: its own comparisons are never used.
+    """
+    if not isinstance(value, int) or isinstance(value, bool):
+        msg = f"{name} must be an int, got {type(value).__name__} {safe_repr(value, 80)}"
+        raise TypeError(msg)
+    exact = int.__int__(value)
+    if exact < 0:
+        msg = f"{name} must be >= 0, got {exact}"
+        raise ValueError(msg)
+    return exact
+
+
+def check_trim_to(trim_to: object, max_tokens: int) -> int | None:
+    """``trim_to`` if it is None or an int from 0 to ``max_tokens``, else raise."""
+    if trim_to is None:
+        return None
+    value = check_count(trim_to, "trim_to")
+    if value > max_tokens:
+        msg = f"trim_to ({value}) must be <= max_tokens ({max_tokens})"
+        raise ValueError(msg)
+    return value
+
+
+def describe(index: int, message: object) -> str:
+    """``messages[3] (id 'abc')``: how every error names a message, a mapping's
+    ``"id"`` or an object's ``id`` attribute. Never raises."""
+    try:
+        ident = message.get("id") if isinstance(message, Mapping) else getattr(message, "id", None)
+    except Exception:  # noqa: BLE001 - a mapping or property that fails: name the index alone
+        ident = None
+    return f"messages[{index}]" + (f" (id {safe_repr(ident, 80)})" if ident is not None else "")

@@ -1,0 +1,258 @@
+"""``TrimPlan``, and how one is made from turn costs: plain data and arithmetic.
+
+``grouping`` groups messages into turns; ``plan_turns`` decides, from the
+turns' costs, which newest ones fit, and whether the first kept turn differs
+from the one the previous model call kept.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from langchain_turntrim._core.stable import stable_first
+
+__all__ = ["Previous", "TrimPlan", "plan_turns"]
+
+_T = TypeVar("_T")
+
+#: The history the previous model call was sent (this one before its newest
+#: reply), as ``plan_turns`` needs it: its number of turns, the tokens of the
+#: last of them, and its pinned tokens (the per-request constant included).
+Previous = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class TrimPlan:
+    """What a trim keeps and drops, by position in the input.
+
+    Attributes:
+        size: Number of input messages.
+        keep_from: Index where the first kept turn starts (``size`` when no turn
+            is kept). Every message from here on is kept.
+        pinned: Indices of all pinned (system) messages, in order.
+        turns: Number of turns in the input.
+        dropped_turns: Number of turns dropped, oldest first.
+        system_tokens: Tokens of all pinned messages.
+        overhead_tokens: Tokens counted once per request: a counter's constant
+            (e.g. 3 for OpenAI's reply priming) and the price of the request's
+            tool schemas (0 for plain records).
+        tokens_before: Tokens of the whole input, overhead included.
+        tokens_after: Tokens of the kept messages, overhead included.
+        max_tokens: The budget.
+        newest_turn_tokens: Tokens of the newest turn (0 when there is none):
+            when it alone does not fit beside the pinned messages, no turn fits.
+        newest_turn_start: Index where the newest turn starts (``size`` when
+            there is none), whether or not it is kept.
+        trim_to: The level a cut trims down to (``None``: just under
+            ``max_tokens``, the spec).
+        start_moved: Whether the first kept turn differs from the one the
+            previous model call kept: the previous call was sent this history
+            up to its newest assistant message, and a different first kept
+            turn means that call's prompt prefix is lost (a prompt-cache
+            bust). False when there is no assistant message, or when the
+            previous call kept no turn.
+    """
+
+    size: int
+    keep_from: int
+    pinned: tuple[int, ...]
+    turns: int
+    dropped_turns: int
+    system_tokens: int
+    overhead_tokens: int
+    tokens_before: int
+    tokens_after: int
+    max_tokens: int
+    newest_turn_tokens: int
+    newest_turn_start: int
+    trim_to: int | None = None
+    start_moved: bool = False
+
+    @property
+    def budget_met(self) -> bool:
+        """False only when the pinned messages alone exceed the budget."""
+        return self.tokens_after <= self.max_tokens
+
+    @property
+    def overflowed(self) -> bool:
+        """The pinned messages alone exceed the budget, or not even the newest
+        turn fits beside them: where ``on_overflow`` decides what happens."""
+        return not self.budget_met or (self.turns > 0 and self.dropped_turns == self.turns)
+
+    @property
+    def kept_turns(self) -> int:
+        return self.turns - self.dropped_turns
+
+    @property
+    def kept(self) -> tuple[int, ...]:
+        """Indices of the kept messages, ascending."""
+        return self._pinned_before() + tuple(range(self.keep_from, self.size))
+
+    @property
+    def dropped_count(self) -> int:
+        """How many messages are dropped (``len(dropped)`` without building it)."""
+        return self.keep_from - bisect_left(self.pinned, self.keep_from)
+
+    @property
+    def dropped(self) -> tuple[int, ...]:
+        """Indices of the dropped messages, ascending."""
+        return tuple(self.select_dropped(range(self.size)))
+
+    @property
+    def removed(self) -> tuple[int, ...]:
+        """Indices of the messages a state trim deletes (see ``removed_until``)."""
+        end = self.removed_until
+        return tuple(self.select_dropped(range(self.size), end)) if end else ()
+
+    @property
+    def removed_until(self) -> int:
+        """Where a state trim stops deleting: the non-pinned messages before
+        this index go. Nothing goes while every turn is kept (messages before
+        the first user message go only with the first dropped turn), and the
+        newest turn never goes, even when it does not fit."""
+        if not self.dropped_turns:
+            return 0
+        return min(self.keep_from, self.newest_turn_start)
+
+    def select_dropped(self, items: Sequence[_T], end: int | None = None) -> list[_T]:
+        """The dropped items of ``items`` (the sequence the plan was made for),
+        oldest first, up to index ``end`` (default: every dropped item): the
+        runs between pinned messages, sliced."""
+        if len(items) != self.size:
+            msg = f"plan is for {self.size} messages, got {len(items)}"
+            raise ValueError(msg)
+        stop = self.keep_from if end is None else min(end, self.keep_from)
+        dropped: list[_T] = []
+        start = 0
+        for i in self.pinned:
+            if i >= stop:
+                break
+            dropped.extend(items[start:i])
+            start = i + 1
+        dropped.extend(items[start:stop])
+        return dropped
+
+    def select(self, items: Sequence[_T]) -> list[_T]:
+        """The kept items of ``items`` (the sequence the plan was made for)."""
+        if len(items) != self.size:
+            msg = f"plan is for {self.size} messages, got {len(items)}"
+            raise ValueError(msg)
+        kept = [items[i] for i in self._pinned_before()]
+        kept.extend(items[self.keep_from :])
+        return kept
+
+    def _pinned_before(self) -> tuple[int, ...]:
+        if self.keep_from == self.size:
+            return self.pinned
+        return tuple(i for i in self.pinned if i < self.keep_from)
+
+
+def plan_turns(
+    size: int,
+    starts: list[int],
+    turn_costs: list[int],
+    pinned: list[int],
+    system: int,
+    overhead: int,
+    orphan: int,
+    max_tokens: int,
+    trim_to: int | None = None,
+    previous: Previous | None = None,
+) -> TrimPlan:
+    """The plan of turns costing ``turn_costs`` (starting at ``starts``) beside
+    ``system`` pinned tokens (``overhead`` included) and ``orphan`` tokens
+    before the first turn; ``previous`` is the previous model call's history."""
+    room = max_tokens - system
+    n = len(turn_costs)
+    first, kept_cost = _first_kept(turn_costs, room, max_tokens, trim_to)
+    keep_from = starts[first] if first < n else size
+    moved = False
+    if previous is not None and previous[0]:
+        before = _previous_first(turn_costs, first, kept_cost, previous, max_tokens, trim_to)
+        moved = before < previous[0] and starts[before] != keep_from
+    total_turns = sum(turn_costs) if first else kept_cost
+    return TrimPlan(
+        size=size,
+        keep_from=keep_from,
+        pinned=tuple(pinned),
+        turns=len(starts),
+        dropped_turns=first,
+        system_tokens=system - overhead,
+        overhead_tokens=overhead,
+        tokens_before=system + orphan + total_turns,
+        tokens_after=system + kept_cost,
+        max_tokens=max_tokens,
+        newest_turn_tokens=turn_costs[-1] if turn_costs else 0,
+        newest_turn_start=starts[-1] if starts else size,
+        trim_to=trim_to,
+        start_moved=moved,
+    )
+
+
+def _first_kept(
+    turn_costs: Sequence[int], room: int, max_tokens: int, trim_to: int | None
+) -> tuple[int, int]:
+    """The first kept turn and the kept turns' cost."""
+    # Dropping the oldest turn while over budget keeps the longest run of
+    # newest turns that fits; costs are non-negative, so walk back from the end.
+    first, cost = _walk_back(turn_costs, len(turn_costs), 0, room)
+    return _stable(turn_costs, first, cost, room, max_tokens, trim_to)
+
+
+def _walk_back(turn_costs: Sequence[int], first: int, cost: int, room: int) -> tuple[int, int]:
+    """Extend the kept run ``turn_costs[first:]`` (costing ``cost``) towards
+    older turns while it fits ``room``."""
+    while first > 0 and cost + turn_costs[first - 1] <= room:
+        first -= 1
+        cost += turn_costs[first]
+    return first, cost
+
+
+def _stable(
+    turn_costs: Sequence[int],
+    first: int,
+    cost: int,
+    room: int,
+    max_tokens: int,
+    trim_to: int | None,
+) -> tuple[int, int]:
+    """The greedy cut ``first`` moved to the stable cut ``trim_to`` asks for."""
+    if first and trim_to is not None and trim_to < max_tokens:
+        stable = stable_first(turn_costs, room, max_tokens - trim_to)
+        if stable is not None:
+            return stable, sum(turn_costs[stable:])
+    return first, cost
+
+
+def _previous_first(
+    turn_costs: list[int],
+    first: int,
+    kept_cost: int,
+    previous: Previous,
+    max_tokens: int,
+    trim_to: int | None,
+) -> int:
+    """The first turn the previous model call kept (``previous[0]`` when none).
+
+    Its history is this one without the messages after its newest reply: the
+    same turns up to its last one, which is the same or shorter, and no more
+    pinned tokens. So its greedy run reaches at least as far back as this
+    one's: extend it from here rather than walking every turn again.
+    """
+    turns, last, system = previous
+    room = max_tokens - system
+    if first <= turns - 1:
+        start, cost = first, kept_cost - sum(turn_costs[turns - 1 :]) + last
+    elif last <= room:
+        start, cost = turns - 1, last
+    else:
+        return turns
+    before, cost = _walk_back(turn_costs, start, cost, room)
+    if before and trim_to is not None and trim_to < max_tokens:
+        costs = turn_costs[: turns - 1]
+        costs.append(last)
+        before = _stable(costs, before, cost, room, max_tokens, trim_to)[0]
+    return before

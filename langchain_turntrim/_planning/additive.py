@@ -1,0 +1,72 @@
+"""``AdditivePlanner``: plans from per-message counts, for additive counters."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from langchain_turntrim._core import TrimPlan, plan_costs
+from langchain_turntrim._counting.additive import AdditiveCounter
+from langchain_turntrim._messages import message_kinds
+from langchain_turntrim._planning.base import CountingPlanner
+from langchain_turntrim._planning.memo import HistoryMemo
+
+__all__ = ["AdditivePlanner"]
+
+
+class AdditivePlanner(CountingPlanner):
+    """Plans with an additive counter: each message's count, grouped into turns.
+
+    With a ``cache_size`` and a counter whose counts never change
+    (``counter.stable``), it remembers the last histories it planned
+    (``HistoryMemo``, each of up to ``cache_size`` messages): a history that
+    only grew since is counted and grouped for its new messages alone.
+    """
+
+    __slots__ = ("cache_size", "memo")
+
+    counter: AdditiveCounter
+
+    def __init__(self, counter: AdditiveCounter, cache_size: int) -> None:
+        self.counter = counter
+        self.cache_size = cache_size
+        self.memo = HistoryMemo(cache_size) if cache_size and counter.stable else None
+
+    def plan(
+        self,
+        messages: Sequence[BaseMessage],
+        kinds: Sequence[int] | None,
+        max_tokens: int,
+        *,
+        tools: Sequence[Any] = (),
+        trim_to: int | None = None,
+        pinned_alone: bool = True,  # noqa: ARG002 - every count is exact here
+    ) -> TrimPlan:
+        """The plan of ``messages`` (of turn kinds ``kinds``, when known) sent
+        with ``tools``, whose price is part of ``overhead_tokens``."""
+        counter = self.counter
+        memo = self.memo
+        if memo is not None:
+            overhead = counter.checked_overhead()
+            if tools:
+                overhead += counter.count_tools(tools)
+            return memo.plan(messages, kinds, counter.costs, max_tokens, overhead, trim_to)
+        kinds = message_kinds(messages) if kinds is None else kinds
+        costs, overhead = counter.measure(messages, tools)
+        return plan_costs(kinds, costs, max_tokens, overhead, trim_to)
+
+    def tool_tokens(self, tools: Sequence[Any]) -> int:
+        """The tools' price: part of the plan's ``overhead_tokens``."""
+        return self.counter.count_tools(tools) if tools else 0
+
+    def clear(self) -> None:
+        """Forget the remembered histories, and the counter's cached counts."""
+        if self.memo is not None:
+            self.memo.clear()
+        super().clear()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copies and pickles start with nothing remembered."""
+        return (type(self), (self.counter, self.cache_size))
