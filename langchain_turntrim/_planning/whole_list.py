@@ -10,15 +10,19 @@ that first count corrects the guess (and is kept for the next trim), then
 the search gallops outward and bisects. Counts are remembered by the counter
 (its LRU), so a re-trim after an append mostly reuses counts already made.
 
-``start_moved`` is exact when the counts the previous model call's plan
-needs are remembered (in an agent loop its trim made them: no count is made
-for it); otherwise, on a history trimmed for the first time, it compares the
-two calls' cuts on the scaled approximate counts (no count is made either).
+``start_moved`` compares this call's cut with the previous model call's,
+exactly when this planner planned that call (the same last message, size,
+budget, ``trim_to`` and tools: an agent loop's previous trim); otherwise, on a
+history trimmed for the first time, it compares the two calls' cuts on the
+scaled approximate counts. No count is made for it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import weakref
+from collections import deque
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -28,6 +32,7 @@ from langchain_turntrim._compaction.ladder import PINNED_KINDS
 from langchain_turntrim._core import ANCHOR, REPLY, START, TrimPlan, plan_costs
 from langchain_turntrim._core.stable import candidates
 from langchain_turntrim._counting.approximate import ApproximateCounter
+from langchain_turntrim._counting.tools import tools_key
 from langchain_turntrim._counting.whole_list import WholeListCounter
 from langchain_turntrim._messages import message_kinds
 from langchain_turntrim._planning.base import CountingPlanner
@@ -54,7 +59,7 @@ class WholeListPlanner(CountingPlanner):
     the newest turn's tokens are what its request adds to them.
     """
 
-    __slots__ = ("ratio",)
+    __slots__ = ("cuts", "ratio")
 
     counter: WholeListCounter
 
@@ -64,6 +69,8 @@ class WholeListPlanner(CountingPlanner):
         # where the next search starts (it changes how many counts a plan
         # makes, never which turns it keeps).
         self.ratio = 1.0
+        #: The cuts of the histories planned last (see ``_Cuts``).
+        self.cuts = _Cuts()
 
     def plan(
         self,
@@ -97,8 +104,13 @@ class WholeListPlanner(CountingPlanner):
             newest = max(0, search.count(n - 1) - system) if n else 0
             before = max(estimate.tokens_before, after)
         keep_from = search.starts[first] if first < n else len(messages)
-        moved = _moved(search, _newest_reply(kinds), greedy, keep_from, max_tokens, trim_to)
-        if moved is None:  # the previous call's counts are not remembered
+        settings = (max_tokens, trim_to, tools_key(tools) if tools else ())
+        self.cuts.note(messages, settings, keep_from if first < n else None)
+        reply = _newest_reply(kinds)
+        planned, previous_cut = self.cuts.find(messages, reply, settings)
+        if planned:  # this planner planned the previous call: its cut
+            moved = previous_cut is not None and previous_cut != keep_from
+        else:  # both calls' cuts on the scaled approximate counts
             moved = estimate.start_moved
         return dataclasses.replace(
             estimate,
@@ -120,37 +132,47 @@ class WholeListPlanner(CountingPlanner):
         return (type(self), (self.counter,))
 
 
+#: What a history was planned with: the budget, ``trim_to`` and the tools' key.
+Settings = tuple[int, int | None, object]
+
+
+class _Cuts:
+    """Where the last ``KEPT`` histories planned were cut, by their last
+    message (held weakly) and size, and the settings they were planned with."""
+
+    KEPT: Final = 8
+
+    def __init__(self) -> None:
+        self._cuts: deque[tuple[weakref.ref[BaseMessage], int, Settings, int | None]] = deque(
+            maxlen=self.KEPT
+        )
+
+    def note(self, messages: Sequence[BaseMessage], settings: Settings, cut: int | None) -> None:
+        """``messages`` were planned with ``settings`` and kept from ``cut``
+        (``None``: no turn); not noted when the tools cannot be keyed."""
+        if messages and settings[2] is not None:
+            with contextlib.suppress(TypeError):  # not weakly referenceable
+                self._cuts.append((weakref.ref(messages[-1]), len(messages), settings, cut))
+
+    def find(
+        self, messages: Sequence[BaseMessage], size: int, settings: Settings
+    ) -> tuple[bool, int | None]:
+        """Whether the first ``size`` messages were planned with ``settings``,
+        and where they were cut."""
+        if size:
+            last = messages[size - 1]
+            for ref, planned, planned_with, cut in reversed(list(self._cuts)):
+                if planned == size and planned_with == settings and ref() is last:
+                    return True, cut
+        return False, None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), ())
+
+
 def _newest_reply(kinds: Sequence[int]) -> int:
     """The index of the newest reply (0 when there is none)."""
     return next((i for i in range(len(kinds) - 1, -1, -1) if kinds[i] == REPLY), 0)
-
-
-def _moved(
-    search: _Search,
-    size: int,
-    greedy: int,
-    keep_from: int,
-    max_tokens: int,
-    trim_to: int | None,
-) -> bool | None:
-    """Whether the previous model call (sent the first ``size`` messages, the
-    history before the newest reply) kept another first turn: the same search
-    on it, started from this call's cut, on remembered counts only (None when
-    one it needs is not remembered)."""
-    before = search.prefix(size)
-    turns = len(before.starts)
-    if not turns:
-        return False
-    try:
-        first = before.smallest_fitting(max_tokens, start=min(greedy, turns - 1))
-    except _NotRememberedError:
-        return None
-    first = before.stable(first, max_tokens, trim_to)
-    return first < turns and before.starts[first] != keep_from
-
-
-class _NotRememberedError(LookupError):
-    """A count the previous call's plan needs is not in the counter's cache."""
 
 
 class _Search:
@@ -165,15 +187,11 @@ class _Search:
         approximate: list[int],
         tools: Sequence[Any],
         ratio: float,
-        *,
-        remembered_only: bool = False,
     ) -> None:
         self.counter = counter
-        self.remembered_only = remembered_only
         self.messages = messages
         self.kinds = kinds
         self.tools = tools
-        self.approximate = approximate
         self.ratio = ratio
         self.pinned = [i for i, kind in enumerate(kinds) if kind in PINNED_KINDS]
         self.starts = [i for i, kind in enumerate(kinds) if kind in _STARTS]
@@ -194,19 +212,6 @@ class _Search:
             total += self.turn_costs[k]
             self.approx_suffix[k] = total
 
-    def prefix(self, size: int) -> _Search:
-        """The same search over the history's first ``size`` messages, on the
-        counts the counter remembers only."""
-        return _Search(
-            self.counter,
-            self.messages[:size],
-            self.kinds[:size],
-            self.approximate[:size],
-            self.tools,
-            self.ratio,
-            remembered_only=True,
-        )
-
     def suffix(self, k: int) -> list[BaseMessage]:
         """What a trim from turn k keeps, the pinned messages first."""
         rest = range(self.starts[k], len(self.messages))
@@ -218,13 +223,7 @@ class _Search:
         """The counter's count of ``suffix(k)`` with the tools."""
         counted = self.counts.get(k)
         if counted is None:
-            if self.remembered_only:
-                remembered = self.counter.remembered(self.suffix(k), self.tools)
-                if remembered is None:
-                    raise _NotRememberedError
-                counted = self.counts[k] = remembered
-            else:
-                counted = self.counts[k] = self.counter.count(self.suffix(k), self.tools)
+            counted = self.counts[k] = self.counter.count(self.suffix(k), self.tools)
             if self.approx_suffix[k]:
                 self.ratio = counted / self.approx_suffix[k]
         return counted
@@ -235,16 +234,13 @@ class _Search:
         n = len(self.starts)
         return next((k for k in range(n) if self.approx_suffix[k] <= room), n - 1)
 
-    def smallest_fitting(self, max_tokens: int, start: int | None = None) -> int:
+    def smallest_fitting(self, max_tokens: int) -> int:
         """The smallest k whose count fits ``max_tokens`` (``n`` when none
-        does), searched from ``start`` (else from a guess, corrected once)."""
+        does), searched from a guess, corrected once."""
         n = len(self.starts)
-        if start is None:
-            k = self.guess(max_tokens)
-            self.count(k)
-            k = self.guess(max_tokens)  # the guess, with the error just measured
-        else:
-            k = start
+        k = self.guess(max_tokens)
+        self.count(k)
+        k = self.guess(max_tokens)  # the guess, with the error just measured
         fits = self.count(k) <= max_tokens
         low, high = (-1, k) if fits else (k, n)  # count(low) > max_tokens >= count(high)
         step = 1
