@@ -9,6 +9,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
 
 from langchain_turntrim._messages import TrimInput
+from langchain_turntrim._options import TrimOptions
 from langchain_turntrim._safe_repr import safe_repr
 from langchain_turntrim._trimmer import TurnTrimmer
 
@@ -100,13 +101,13 @@ def trim_turns(
     if allow_partial is not False:
         problems.append(f"allow_partial={safe_repr(allow_partial, 80)} (messages are never split)")
     if end_on is not None:
-        problems.append(f"end_on={safe_repr(end_on, 80)} (turns are never cut at the end)")
+        problems.append(f"end_on={safe_repr(end_on, 80)} (turns are never ended early)")
     if text_splitter is not None:
         problems.append("text_splitter (messages are never split)")
     if problems:
         msg = "trim_turns does not support " + "; ".join(problems)
         raise ValueError(msg)
-    trimmer = TurnTrimmer(max_tokens, **options)
+    trimmer = TurnTrimmer.from_options(TrimOptions.of("trim_turns", max_tokens, dict(options)))
     if messages is None:
         return trimmer
     return trimmer.trim(messages)

@@ -16,7 +16,7 @@ class TurnTrimOverflowError(ContextOverflowError):
 
     Raised by ``on_overflow="raise"`` instead of returning only the system
     messages, and by ``on_overflow="compact"`` when not even the newest turn
-    cut to its skeleton (the user message and the newest step) fits.
+    compacted to its skeleton (the user message and the newest step) fits.
     """
 
     def __init__(self, max_tokens: int, system_tokens: int, newest_turn_tokens: int) -> None:

@@ -101,8 +101,9 @@ class TurnTrimMiddleware(_Base):
 
     def __init__(self, max_tokens: int, **options: Unpack[TrimKeywords]) -> None:
         super().__init__()
-        options.setdefault("on_overflow", AGENT_ON_OVERFLOW)
-        self._trimmer = TurnTrimmer(max_tokens, **options)
+        keywords: dict[str, Any] = {"on_overflow": AGENT_ON_OVERFLOW, **options}
+        checked = TrimOptions.of(type(self).__name__, max_tokens, keywords)
+        self._trimmer = TurnTrimmer.from_options(checked)
         self._sizing: _Sizing | None = None
 
     @classmethod

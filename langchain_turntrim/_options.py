@@ -105,6 +105,25 @@ class TrimOptions:
                     self, spec.name, check(getattr(self, spec.name), self, spec.name)
                 )
 
+    @classmethod
+    def of(cls, owner: str, max_tokens: object, keywords: dict[str, Any]) -> TrimOptions:
+        """The options ``owner`` (an entry point's name) was given, with a
+        ``TypeError`` naming it and the closest option for a misspelt keyword."""
+        known = [spec.name for spec in dataclasses.fields(cls)]
+        for name in keywords:
+            if name not in known:
+                import difflib  # noqa: PLC0415 - only to word an error
+
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                options = ", ".join(known[1:])
+                msg = (
+                    f"{owner}() got an unexpected keyword argument {name!r}{hint}; "
+                    f"its options are {options}"
+                )
+                raise TypeError(msg)
+        return cls(max_tokens, **keywords)  # type: ignore[arg-type]
+
     def replace(self, **changes: Any) -> TrimOptions:
         """A copy with ``changes``, checked again."""
         return dataclasses.replace(self, **changes)

@@ -136,20 +136,28 @@ def observed(callbacks: Callbacks) -> bool:
     return bool(CallbackManager.configure(inheritable_callbacks=callbacks).handlers)
 
 
+def _logged(report: TrimReport[Any], extra: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The summary, logged, when the DEBUG line is wanted; else None (not built)."""
+    if not logger.isEnabledFor(logging.DEBUG):
+        return None
+    summary = trim_summary(report, extra)
+    _log(summary)
+    return summary
+
+
 def _prepare(
     report: TrimReport[Any],
     run_manager: CallbackManagerForChainRun | AsyncCallbackManagerForChainRun | None,
     extra: Mapping[str, Any] | None,
-) -> tuple[dict[str, Any], RunnableConfig | None, CallbackManager | None]:
-    """Log, set the run's metadata; return the summary, the event's config and,
-    inside a run, the manager that dispatches the event (config and manager
-    are None when no handler would receive it)."""
-    summary = trim_summary(report, extra)
-    if logger.isEnabledFor(logging.DEBUG):
-        _log(summary)
+) -> tuple[dict[str, Any] | None, RunnableConfig | None, CallbackManager | None]:
+    """Log, set the run's metadata; return the summary (None when nobody reads
+    it: no log line, no handler), the event's config and, inside a run, the
+    manager that dispatches the event (config and manager are None when no
+    handler would receive it)."""
     if run_manager is not None:
         if not run_manager.handlers and not run_manager.inheritable_handlers:
-            return summary, None, None  # nobody is listening: no event to build
+            return _logged(report, extra), None, None  # nobody is listening: no event
+        summary = _logged(report, extra) or trim_summary(report, extra)
         _attach(run_manager.handlers, [run_manager.run_id], summary)
         return summary, {"callbacks": run_manager.get_child()}, None
     # Inside a run (an agent's hook, a RunnableLambda), LangChain's context
@@ -161,10 +169,11 @@ def _prepare(
     current = var_child_runnable_config.get() or {}
     own = current.get("callbacks")
     if not isinstance(own, BaseCallbackManager) or own.parent_run_id is None:
-        return summary, None, None  # not inside a LangChain run (the fast, common case)
+        return _logged(report, extra), None, None  # not inside a run (the common case)
     if not observed(own):
         # No handler: no tracer to attach to, and on_custom_event would return at once.
-        return summary, None, None
+        return _logged(report, extra), None, None
+    summary = _logged(report, extra) or trim_summary(report, extra)
     config = ensure_config()
     manager = get_callback_manager_for_config(config)
     run_ids = [own.parent_run_id]
@@ -179,14 +188,17 @@ def report_trim(
     run_manager: CallbackManagerForChainRun | None = None,
     *,
     extra: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Log a trim and record it on its run; returns the summary.
+) -> dict[str, Any] | None:
+    """Log a trim and record it on its run; returns the summary, or None when
+    nobody reads it (no DEBUG log line, no handler: then it is not even built).
 
     ``run_manager`` is the trimming Runnable's own run (what ``invoke`` passes
     to the function it runs); without it, the run the caller executes in.
     Outside any run only the log line is written; never raises for want of a run.
     """
     summary, config, manager = _prepare(report, run_manager, extra)
+    if summary is None:
+        return None
     if manager is not None:  # what dispatch_custom_event does, with the manager at hand
         manager.on_custom_event(EVENT_NAME, summary, run_id=manager.parent_run_id)
     elif config is not None:
@@ -199,9 +211,9 @@ async def areport_trim(
     run_manager: AsyncCallbackManagerForChainRun | None = None,
     *,
     extra: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, Any] | None:
     """``report_trim`` for async code: the custom event is awaited."""
     summary, config, _ = _prepare(report, run_manager, extra)
-    if config is not None:
+    if summary is not None and config is not None:
         await adispatch_custom_event(EVENT_NAME, summary, config=config)
     return summary

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from langchain_core.runnables.config import ensure_config, run_in_executor
-from pydantic import ConfigDict, PrivateAttr
+from pydantic import ConfigDict
 
 from langchain_turntrim import _pipeline
 from langchain_turntrim._core import TrimPlan
@@ -82,7 +82,8 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
     cache_size: int = DEFAULT_CACHE_SIZE
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
-    _options: TrimOptions = PrivateAttr()
+    #: Each instance's checked options, set in ``__init__`` (see there).
+    _options: ClassVar[TrimOptions]
 
     def __init__(
         self,
@@ -91,11 +92,13 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         name: str | None = None,
         **options: Unpack[TrimKeywords],
     ) -> None:
-        checked = TrimOptions(max_tokens, **options)
+        checked = TrimOptions.of(type(self).__name__, max_tokens, dict(options))
         planner = planner_for(checked.token_counter, checked.cache_size)
         checked = checked.replace(token_counter=planner)
         super().__init__(name=name, **checked.keywords())
-        self._options = checked
+        # In the instance's __dict__ (not a pydantic private attribute, whose
+        # reads go through __getattr__): every trim reads it.
+        object.__setattr__(self, "_options", checked)
 
     @classmethod
     def for_model(
@@ -140,7 +143,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
     @property
     def planner(self) -> MessagePlanner:
         """The planner: chosen by what the counter can do, remembering histories."""
-        planner: MessagePlanner = self._options.token_counter
+        planner: MessagePlanner = self.token_counter
         return planner
 
     @property
@@ -175,7 +178,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         """``report`` of ``BaseMessage`` objects, taken as they are (no
         conversion: an agent's state or request holds nothing else, and
         anything else is an error naming its index)."""
-        return _pipeline.decide(messages, self._options, self.planner, tools=tools)
+        return _pipeline.decide(messages, self._options, self.token_counter, tools=tools)
 
     def plan(self, messages: TrimInput) -> TrimPlan:
         """The spec's plan behind ``report(messages)``: which whole turns fit."""

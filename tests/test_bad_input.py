@@ -1184,6 +1184,23 @@ CASES = [
         "messages[2] (id 'r2') is a RemoveMessage",
         "trim_update-RemoveMessage",
     ),
+    p(
+        lambda h: TurnTrimmer(10, cache_sise=3),  # type: ignore[call-arg]
+        None,
+        TypeError,
+        "TurnTrimmer() got an unexpected keyword argument 'cache_sise' (did you mean "
+        "'cache_size'?); its options are token_counter, on_overflow, keep_tool_results, "
+        "trim_to, cache_size",
+        "TurnTrimmer-misspelt-option",
+    ),
+    p(
+        lambda h: trim_turns(h, max_tokens=10, on_overflw="drop"),  # type: ignore[call-overload]
+        good_messages(),
+        TypeError,
+        "trim_turns() got an unexpected keyword argument 'on_overflw' (did you mean "
+        "'on_overflow'?)",
+        "trim_turns-misspelt-option",
+    ),
     # -- TurnTrimMiddleware ------------------------------------------------------------------
     p(
         lambda h: TurnTrimMiddleware(max_tokens=10, mode="state"),  # type: ignore[call-arg]

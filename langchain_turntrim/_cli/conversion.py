@@ -1,7 +1,7 @@
 """A transcript's message dicts as LangChain messages, naming the first wrong one.
 
 The one part of reading a transcript that needs LangChain: plain transcripts
-counted with tiktoken never import it (see ``plain``).
+counted with tiktoken never import it (see ``planning``).
 """
 
 from __future__ import annotations

@@ -11,15 +11,15 @@ of the per-message counts it is given; ``fit`` chooses the room):
 2. **drop** the oldest whole steps (an assistant message and the results of
    its calls), never the newest step, while at least half of a step is needed;
 3. **truncate** the largest remaining message of the turn (the user message
-   only when nothing else can be cut): its head and tail are kept around a
-   note saying how many characters were cut; repeated on the next largest
+   only when nothing else can be truncated): its head and tail are kept
+   around a note saying how many characters were removed; repeated on the next largest
    until the budget holds. Steps are dropped again if that is not enough.
 
 Steps are atomic (a call never travels without its results), the user
 message stays first, and every compacted message is a new object of the
 caller's class with the same ``id``, ``tool_call_id`` and ``tool_calls``.
 A room the ladder cannot reach leaves the turn at its skeleton: the user
-message and the newest step, cut as far as they go.
+message and the newest step, truncated as far as they go.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class _Slot:
     message: BaseMessage = field(init=False)
     tokens: int = field(init=False)
     change: str = ""  # "cleared" or "truncated" once changed
-    at_floor: bool = False  # cut as far as it goes
+    at_floor: bool = False  # truncated as far as it goes
 
     def __post_init__(self) -> None:
         self.restore()
@@ -160,7 +160,7 @@ class Ladder:
             largest = self._largest()
             oldest = sum(s.tokens for s in self.steps[0]) if len(self.steps) > 1 else None
             # A step goes when at least half of it is needed; a smaller excess
-            # is cut from the largest message instead of wasting the rest.
+            # is truncated from the largest message instead of wasting the rest.
             if oldest is not None and (largest is None or oldest <= 2 * excess):
                 step = self.steps.pop(0)
                 self.dropped.extend(step)
@@ -177,7 +177,7 @@ class Ladder:
         return True
 
     def _largest(self) -> _Slot | None:
-        """The largest message that can still be cut; the user message last of all."""
+        """The largest message that can still be truncated; the user message last of all."""
         slots = [s for s in self.kept_slots() if not s.at_floor]
         others = [s for s in slots if s is not self.user]
         return max(others or slots, key=lambda s: s.tokens, default=None)

@@ -3,8 +3,8 @@
 A turn runs from a ``START`` (or ``ANCHOR``) message up to, not including,
 the next one. Messages before the first turn belong to no turn and are always
 discarded. ``Grouping`` keeps what a plan needs (the pinned tokens, each
-turn's tokens) and where the newest reply stands, so that the previous model
-call's plan can be made without grouping again.
+turn's tokens) and what the history before its newest reply was (the
+previous model call's), so that call's plan needs no grouping again.
 """
 
 from __future__ import annotations
@@ -30,12 +30,11 @@ class Grouping:
     """
 
     __slots__ = (
-        "costs",
         "current",
         "kinds",
         "orphan",
         "pinned",
-        "reply",
+        "previous",
         "size",
         "starts",
         "system",
@@ -47,16 +46,17 @@ class Grouping:
         self.system = 0  # the pinned messages' tokens
         self.orphan = 0  # the tokens before the first turn
         self.current = 0  # the open (newest) turn's tokens so far
-        self.reply = -1  # the index of the newest reply (-1: none yet)
+        #: The history before the newest reply, as ``plan_turns`` takes it (its
+        #: pinned tokens without the overhead); None before any reply.
+        self.previous: Previous | None = None
         self.starts: list[int] = []
         self.turn_costs: list[int] = []  # the closed turns'
         self.pinned: list[int] = []
         self.kinds: list[int] = []
-        self.costs: list[int] = []
 
     def extend(self, kinds: Sequence[int], costs: Sequence[int]) -> None:
         """Group ``len(kinds)`` more messages: one pass, O(len(kinds))."""
-        system, orphan, current, reply = self.system, self.orphan, self.current, self.reply
+        system, orphan, current, previous = self.system, self.orphan, self.current, self.previous
         starts, turn_costs, pinned = self.starts, self.turn_costs, self.pinned
         for i, kind, cost in zip(
             range(self.size, self.size + len(kinds)), kinds, costs, strict=True
@@ -77,32 +77,22 @@ class Grouping:
                 starts.append(i)
                 current = 0
             else:
-                if kind == REPLY:
-                    reply = i
+                if kind == REPLY:  # the history before it: what that model call was sent
+                    previous = (len(starts), current, system)
                 if starts:
                     current += cost
                 else:
                     orphan += cost
         self.kinds.extend(kinds)
-        self.costs.extend(costs)
         self.size += len(kinds)
-        self.system, self.orphan, self.current, self.reply = system, orphan, current, reply
+        self.system, self.orphan, self.current, self.previous = system, orphan, current, previous
 
     def plan(self, max_tokens: int, overhead: int = 0, trim_to: int | None = None) -> TrimPlan:
-        """The plan of the messages grouped so far; O(turns + messages after
-        the newest reply), and nothing is changed."""
+        """The plan of the messages grouped so far; O(turns), and nothing is changed."""
         turn_costs = [*self.turn_costs, self.current] if self.starts else []
-        previous = None
-        if self.reply >= 0:
-            previous = previous_call(
-                self.starts,
-                turn_costs,
-                self.system + overhead,
-                self.size,
-                self.reply,
-                self.kinds[self.reply :],
-                self.costs[self.reply :],
-            )
+        previous = self.previous
+        if previous is not None and overhead:
+            previous = (previous[0], previous[1], previous[2] + overhead)
         return plan_turns(
             self.size,
             self.starts,

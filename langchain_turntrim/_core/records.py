@@ -45,7 +45,6 @@ def plan_trim(
         raise TypeError(msg)
     kinds = ROLE_KINDS
     system = orphan = current = 0
-    reply = -1
     starts: list[int] = []
     turn_costs: list[int] = []
     pinned: list[int] = []
@@ -69,13 +68,12 @@ def plan_trim(
             pinned.append(i)
         elif starts:
             current += tokens
-            if kind == REPLY:
-                reply = i
         else:
             orphan += tokens
     if starts:
         turn_costs.append(current)
     previous = None
+    reply = _newest_reply(messages, starts[0] if starts else len(messages))
     if reply >= 0:
         tail = [_check_message(i, messages[i]) for i in range(reply, len(messages))]
         previous = previous_call(
@@ -90,6 +88,16 @@ def plan_trim(
     return plan_turns(
         len(messages), starts, turn_costs, pinned, system, 0, orphan, max_tokens, trim_to, previous
     )
+
+
+def _newest_reply(messages: Sequence[Mapping[str, Any]], first_turn: int) -> int:
+    """The index of the newest assistant message after ``first_turn`` (-1: none),
+    looked for from the end (the hot loop above does not track it). The
+    messages were validated: their roles are known."""
+    for i in range(len(messages) - 1, first_turn, -1):
+        if ROLE_KINDS[str.__str__(messages[i]["role"])] == REPLY:
+            return i
+    return -1
 
 
 def _check_message(index: int, message: object) -> tuple[int, int]:
