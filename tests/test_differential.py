@@ -201,7 +201,8 @@ def _removed(case: Case) -> list[str | None]:
 
 
 def request_order(kept: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """What a whole-list counter counts of a kept list: its pinned messages first."""
+    """What a whole-list counter counts of a kept list: its system messages
+    first, then the rest in order (a summary stays in its place)."""
     kinds = message_kinds(kept)
     return [m for m, k in zip(kept, kinds, strict=True) if k == PINNED] + [
         m for m, k in zip(kept, kinds, strict=True) if k != PINNED
@@ -287,14 +288,26 @@ def check(case: Case) -> TrimReport[Any] | None:
 # -- random conversations ----------------------------------------------------------------------
 
 
+#: The summary LangChain's SummarizationMiddleware writes: pinned, and the
+#: start of a turn of the messages it kept (which may begin with a reply).
+SUMMARY = HumanMessage(
+    "Here is a summary of the conversation so far: the user booked a flight.",
+    additional_kwargs={"lc_source": "summarization"},
+)
+
+
 @st.composite
 def histories(draw: st.DrawFn) -> list[BaseMessage]:
-    """Valid conversations, with a greeting before the first user message and a
-    system message inside the turns added at times; every message has an id."""
+    """Valid conversations, with at times a greeting before the first user
+    message, a summary (and a reply it kept) before the turns, or a system
+    message inside the turns; every message has an id."""
     history = draw(strategies.conversations(max_turns=6))
     first = next(i for i, m in enumerate(history) if message_kinds([m])[0] != PINNED)
-    if draw(st.booleans()):
+    extra = draw(st.sampled_from(["", "greeting", "summary"]))
+    if extra == "greeting":
         history.insert(first, AIMessage("Hello! How can I help you today?"))
+    elif extra == "summary":
+        history[first:first] = [SUMMARY.model_copy(), AIMessage("I booked it, as summarised.")]
     if draw(st.booleans()) and len(history) > first + 2:
         starts = [i for i, kind in enumerate(message_kinds(history)) if kind == 1 and i > first]
         if starts:

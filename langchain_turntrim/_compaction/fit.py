@@ -18,7 +18,7 @@ from typing import Any, Final
 from langchain_core.messages import BaseMessage
 
 from langchain_turntrim._compaction.ladder import PINNED_KINDS, Compaction, CountEach, Ladder
-from langchain_turntrim._core import TrimPlan
+from langchain_turntrim._core import TrimPlan, request_order
 from langchain_turntrim._counting.additive import AdditiveCounter
 from langchain_turntrim._counting.whole_list import WholeListCounter
 from langchain_turntrim._errors import overflow_error
@@ -47,20 +47,10 @@ class _Turn:
         self.indices = [i for i in range(start, len(messages)) if kinds[i] not in PINNED_KINDS]
 
     def request(self, attempt: _Attempt) -> list[BaseMessage]:
-        """What a whole-list counter counts of an attempt: its pinned messages
-        first (as the planner counts every request), then the rest in order."""
-        kinds = self.kinds
-        pinned = [
-            m
-            for i, m in zip(attempt.indices, attempt.kept, strict=True)
-            if kinds[i] in PINNED_KINDS
-        ]
-        rest = [
-            m
-            for i, m in zip(attempt.indices, attempt.kept, strict=True)
-            if kinds[i] not in PINNED_KINDS
-        ]
-        return pinned + rest
+        """What a whole-list counter counts of an attempt: its messages in a
+        request's order (``request_order``), as the planner counts every request."""
+        kept = dict(zip(attempt.indices, attempt.kept, strict=True))
+        return [kept[i] for i in request_order(attempt.indices, self.kinds)]
 
     def ladder(self, count_each: CountEach, keep_tool_results: int, room: int) -> _Attempt:
         ladder = Ladder(self.messages, self.indices, count_each, keep_tool_results)

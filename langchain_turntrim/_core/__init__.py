@@ -23,6 +23,7 @@ from langchain_turntrim._core.kinds import (
     check_count,
     check_trim_to,
     describe,
+    request_order,
 )
 from langchain_turntrim._core.plan import Previous, TrimPlan, plan_turns
 from langchain_turntrim._core.records import plan_trim, trim_history
@@ -45,5 +46,6 @@ __all__ = [
     "plan_trim",
     "plan_turns",
     "previous_call",
+    "request_order",
     "trim_history",
 ]

@@ -16,7 +16,7 @@ Five kinds:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from langchain_turntrim._safe_repr import safe_repr
@@ -32,6 +32,7 @@ __all__ = [
     "check_count",
     "check_trim_to",
     "describe",
+    "request_order",
 ]
 
 PINNED: Final = 0
@@ -55,6 +56,13 @@ _ALIASES: Final = {"user": ("human",), "assistant": ("ai",)}
 CHAT_ROLE_KINDS: Final[Mapping[str, int]] = {
     name: kind for role, kind in ROLE_KINDS.items() for name in (role, *_ALIASES.get(role, ()))
 }
+
+
+def request_order(indices: Sequence[int], kinds: Sequence[int]) -> list[int]:
+    """``indices`` in the order a request to a provider puts them: the system
+    (``PINNED``) messages first, then every other one in order (a summary,
+    ``ANCHOR``, is a user message: it keeps its place in the conversation)."""
+    return [i for i in indices if kinds[i] == PINNED] + [i for i in indices if kinds[i] != PINNED]
 
 
 def check_count(value: object, name: str = "max_tokens") -> int:

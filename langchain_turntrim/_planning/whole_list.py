@@ -29,7 +29,7 @@ from typing import Any, Final
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_turntrim._compaction.ladder import PINNED_KINDS
-from langchain_turntrim._core import ANCHOR, REPLY, START, TrimPlan, plan_costs
+from langchain_turntrim._core import ANCHOR, REPLY, START, TrimPlan, plan_costs, request_order
 from langchain_turntrim._core.stable import candidates
 from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.tools import tools_key
@@ -213,11 +213,10 @@ class _Search:
             self.approx_suffix[k] = total
 
     def suffix(self, k: int) -> list[BaseMessage]:
-        """What a trim from turn k keeps, the pinned messages first."""
-        rest = range(self.starts[k], len(self.messages))
-        kinds = self.kinds
-        pinned = [self.messages[i] for i in self.pinned]
-        return pinned + [self.messages[i] for i in rest if kinds[i] not in PINNED_KINDS]
+        """What a trim from turn k keeps, in a request's order (``request_order``)."""
+        start = self.starts[k]
+        kept = [*(i for i in self.pinned if i < start), *range(start, len(self.messages))]
+        return [self.messages[i] for i in request_order(kept, self.kinds)]
 
     def count(self, k: int) -> int:
         """The counter's count of ``suffix(k)`` with the tools."""
@@ -278,7 +277,7 @@ class _Search:
         0 when there are none (nothing is sent)."""
         if not self.pinned:
             return 0
-        pinned = [self.messages[i] for i in self.pinned]
+        pinned = [self.messages[i] for i in request_order(self.pinned, self.kinds)]
         count, tools = self.counter.count, self.tools
         together = count([*pinned, PROBE], tools)
         return max(0, together + count([PROBE], tools) - count([PROBE, PROBE], tools))
