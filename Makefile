@@ -44,7 +44,7 @@ $(INSTALLED_MIN): pyproject.toml
 
 test-min: $(INSTALLED_MIN)
 	$(VENV_MIN)/bin/python -m uv pip list --python $(VENV_MIN)/bin/python 2>/dev/null \
-		| grep -Ei '^(langchain|langchain-core|langchain-openai|langgraph|tiktoken|rich|pytest|hypothesis) '
+		| grep -Ei '^(langchain|langchain-core|langchain-openai|langchain-anthropic|langgraph|tiktoken|rich|pytest|hypothesis) '
 	$(VENV_MIN)/bin/pytest
 
 # Speed, as ratios measured side by side with trim_messages (not part of `make test`):

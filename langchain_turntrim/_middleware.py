@@ -186,7 +186,7 @@ class TurnTrimMiddleware(_Base):
         except (TypeError, ValueError):
             _check_kinds(messages)
             raise
-        if report.compaction is None and len(report.kept) == len(planned):
+        if not report.changed:
             return request, report, trimmer
         kept = report.kept[1:] if system is not None else report.kept
         return request.override(messages=cast("list[AnyMessage]", kept)), report, trimmer

@@ -10,7 +10,9 @@
    messages, ``on_overflow`` keeps only them (``"drop"``), raises
    (``"raise"``: ``_errors.overflow_error`` is the one error builder) or has
    the planner compact the newest turn (``"compact"``);
-3. the report: kept, dropped and removed messages, and the figures.
+3. the report: kept, dropped and removed messages, and the figures;
+4. what is sent: a kept assistant message whose tool calls have no result
+   is sent without them (``_calls``), and ``tokens_after`` counted again.
 
 Imports nothing from LangChain: the planners bring what they need (the
 command plans a plain transcript without it).
@@ -75,6 +77,11 @@ class Planner(Protocol[_T_contra]):
         """The tools' price in the plan's ``overhead_tokens`` (None: inside each count)."""
         ...
 
+    def answered(self, report: TrimReport[Any], tools: Sequence[Any] = ()) -> TrimReport[Any]:
+        """``report`` with the unanswered calls of the kept messages left out
+        of what is sent, and ``tokens_after`` counted again."""
+        ...
+
 
 def decide(
     messages: Sequence[_T],
@@ -83,8 +90,11 @@ def decide(
     *,
     tools: Sequence[Any] = (),
     kinds: Sequence[int] | None = None,
+    sent: bool = True,
 ) -> TrimReport[_T]:
-    """Plan ``messages`` with ``options``, apply the overflow rule, compact if it says so."""
+    """Plan ``messages`` with ``options``, apply the overflow rule, compact if
+    it says so; ``sent``: the kept messages are a request, so calls without
+    their results are left out of it (a provider refuses them)."""
     plan = planner.plan(
         messages,
         kinds,
@@ -104,4 +114,7 @@ def decide(
             compaction = planner.compact(
                 messages, plan, keep_tool_results=options.keep_tool_results, tools=tools
             )
-    return TrimReport(messages, plan, compaction, planner.tool_tokens(tools) if tools else 0)
+    report = TrimReport(messages, plan, compaction, planner.tool_tokens(tools) if tools else 0)
+    if sent and plan.unanswered:
+        return planner.answered(report, tools)
+    return report

@@ -6,7 +6,8 @@ plain transcript without loading it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from langchain_turntrim._core import TrimPlan
@@ -33,7 +34,17 @@ class TrimReport(Generic[_T]):
     ``kept`` sent with the request's tools.
     """
 
-    __slots__ = ("_dropped", "_kept", "_messages", "_removed", "compaction", "plan", "tool_tokens")
+    __slots__ = (
+        "_dropped",
+        "_kept",
+        "_messages",
+        "_removed",
+        "_tokens_after",
+        "answers",
+        "compaction",
+        "plan",
+        "tool_tokens",
+    )
 
     def __init__(
         self,
@@ -48,9 +59,27 @@ class TrimReport(Generic[_T]):
         #: The tools' price, part of ``overhead_tokens`` (None when the
         #: counter prices them inside each whole-list count).
         self.tool_tokens = tool_tokens
+        #: Kept messages sent without their unanswered calls, by input index:
+        #: the copy sent, or None when nothing was left of the message.
+        self.answers: dict[int, Any] = {}
+        self._tokens_after: int | None = None
         self._kept: list[Any] | None = None
         self._dropped: list[_T] | None = None
         self._removed: list[_T] | None = None
+
+    def with_answers(self, answers: dict[int, Any], tokens_after: int) -> TrimReport[_T]:
+        """This report with kept messages replaced (or left out) by ``answers``,
+        and ``tokens_after`` the count of what is then sent."""
+        report: TrimReport[_T] = TrimReport(
+            self._messages, self.plan, self.compaction, self.tool_tokens
+        )
+        report.answers = answers
+        report.set_tokens_after(tokens_after)
+        return report
+
+    def set_tokens_after(self, tokens: int) -> None:
+        """Set the count of what is sent (after ``with_answers``)."""
+        self._tokens_after = tokens
 
     # -- what is kept, dropped and removed ---------------------------------------------------
 
@@ -59,13 +88,47 @@ class TrimReport(Generic[_T]):
         """The kept messages, in order: what the trim returns (or sends)."""
         if self._kept is None:
             compaction = self.compaction
-            self._kept = compaction.messages if compaction else self.plan.select(self._messages)
+            kept: list[Any] = (
+                compaction.messages if compaction else self.plan.select(self._messages)
+            )
+            if self.answers:
+                kept = list(kept)
+                position = self.position
+                for i, message in self.answers.items():
+                    kept[position[i]] = message
+                if None in self.answers.values():
+                    kept = [m for m in kept if m is not None]
+            self._kept = kept
         return self._kept
 
     @property
     def kept_indices(self) -> tuple[int, ...]:
         """The input index of each kept message."""
-        return self.compaction.kept if self.compaction else self.plan.kept
+        indices = self.compaction.kept if self.compaction else self.plan.kept
+        gone = {i for i, m in self.answers.items() if m is None}
+        return tuple(i for i in indices if i not in gone) if gone else indices
+
+    @property
+    def position(self) -> Mapping[int, int] | _Positions:
+        """Input index -> position in the kept messages before ``answers``
+        (``in`` tells whether a message is kept)."""
+        compaction = self.compaction
+        if compaction is not None:
+            return {i: p for p, i in enumerate(compaction.kept)}
+        return _Positions(self.plan)
+
+    @property
+    def unanswered_calls(self) -> int:
+        """How many tool calls without a result were left out of what is sent
+        (the history, and any state, keep them)."""
+        found = dict(self.plan.unanswered)
+        return sum(len(found[i]) for i in self.answers)
+
+    @property
+    def changed(self) -> bool:
+        """Whether what is sent differs from the input: messages dropped,
+        compacted, or sent without their unanswered calls."""
+        return bool(self.compaction or self.answers or self.plan.dropped_count)
 
     @property
     def dropped(self) -> list[_T]:
@@ -120,6 +183,8 @@ class TrimReport(Generic[_T]):
 
     @property
     def tokens_after(self) -> int:
+        if self._tokens_after is not None:
+            return self._tokens_after
         return self.compaction.tokens_after if self.compaction else self.plan.tokens_after
 
     @property
@@ -156,7 +221,10 @@ class TrimReport(Generic[_T]):
         """The figures the log line, the trace metadata and the event carry, JSON-ready."""
         plan = self.plan
         compaction = self.compaction
-        kept = len(compaction.kept) if compaction else plan.size - plan.dropped_count
+        if self.answers:
+            kept = len(self.kept_indices)
+        else:
+            kept = len(compaction.kept) if compaction else plan.size - plan.dropped_count
         summary: dict[str, Any] = {
             "max_tokens": plan.max_tokens,
             "tokens_before": plan.tokens_before,
@@ -172,4 +240,27 @@ class TrimReport(Generic[_T]):
         }
         if compaction is not None:
             summary.update(compaction.figures())
+        if self.answers:
+            summary["unanswered_calls"] = self.unanswered_calls
         return summary
+
+
+class _Positions:
+    """Input index -> position among a plan's kept messages, without building them."""
+
+    __slots__ = ("_before", "_keep_from", "_pinned")
+
+    def __init__(self, plan: TrimPlan) -> None:
+        self._keep_from = plan.keep_from
+        self._pinned = plan.pinned
+        self._before = bisect_left(plan.pinned, plan.keep_from)
+
+    def __contains__(self, index: object) -> bool:
+        if not isinstance(index, int):
+            return False
+        return index >= self._keep_from or index in self._pinned
+
+    def __getitem__(self, index: int) -> int:
+        if index >= self._keep_from:
+            return self._before + index - self._keep_from
+        return self._pinned.index(index)

@@ -123,12 +123,16 @@ def steps_of(history: Sequence[BaseMessage]) -> list[str]:
 
 def smallest(message: BaseMessage, count: Callable[[list[BaseMessage]], int]) -> int:
     """A lower bound of what compaction can cut ``message`` to (``count`` of one message)."""
-    truncated = edits.with_text(message, edits.truncate(edits.text(message), 0))
-    forms = [message, truncated]
-    if isinstance(message, ToolMessage):
-        forms.append(
-            edits.with_result_text(message, "[result of tool_0 cleared to fit the context]")
-        )
+    result = isinstance(message, ToolMessage)
+    parts = edits.pieces(message, result=result)
+    for part in parts:
+        if part.editable:
+            part.text, part.change = edits.truncate(part.text, 0), "truncated"
+    forms = [message, edits.rebuild(message, parts, drop_data=True)]
+    if result:
+        (only,) = parts
+        only.text, only.change = "[result of tool_0 cleared to fit the context]", "cleared"
+        forms.append(edits.rebuild(message, parts, drop_data=False))
     return min(count([form]) for form in forms)
 
 
@@ -342,11 +346,19 @@ def test_tool_results_in_user_messages_continue_the_turn() -> None:
     kept = TurnTrimmer(max_tokens=budget).trim(history)
     assert [m.id for m in kept] == ["sys", "task", "a0", "res", "a1", "res2"]
     check_conversation(kept)
-    compact = TurnTrimmer(max_tokens=300, on_overflow="compact").trim_with_report(history)
+    compact = TurnTrimmer(
+        max_tokens=300, on_overflow="compact", keep_tool_results=1
+    ).trim_with_report(history)
     (cleared,) = compact.compacted
     assert cleared.id == "res"
     assert cleared.content[0]["tool_use_id"] == "toolu_1"
+    assert cleared.content[0]["content"].startswith("[result of search cleared")
     check_conversation(compact.kept)
+    # With the default (3), both results are protected: the older step goes whole.
+    protected = TurnTrimmer(max_tokens=300, on_overflow="compact").trim_with_report(history)
+    assert protected.compaction is not None
+    assert protected.compaction.cleared_results == 0
+    assert [m.id for m in protected.kept] == ["sys", "task", "a1", "res2"]
 
 
 def test_a_summary_is_pinned() -> None:

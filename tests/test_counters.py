@@ -218,9 +218,10 @@ def test_editing_a_message_is_seen() -> None:
     assert trimmer.trim_with_report([human, ai]).tokens_after == 2 + 5 + 20
     ai.tool_calls = [{"name": "f", "args": {}, "id": "1", "type": "tool_call"}]
     ai.name = "bot"
-    trimmer.invoke([human, ai])
-    trimmer.invoke([human, ai])
-    assert tally.calls == {"hello": 1, "short": 1, "a much longer answer": 2}
+    result = ToolMessage("done", tool_call_id="1")
+    trimmer.invoke([human, ai, result])
+    trimmer.invoke([human, ai, result])
+    assert tally.calls == {"hello": 1, "short": 1, "a much longer answer": 2, "done": 1}
 
 
 def test_equal_messages_in_new_objects_are_not_counted_again() -> None:

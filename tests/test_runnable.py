@@ -506,11 +506,14 @@ def test_exact_budget_holds_by_chatopenai_count(
     assert report.tokens_after == exact
     # The budget holds by ChatOpenAI's own count, unless only systems are left.
     assert exact <= budget or set(message_kinds(report.kept)) <= {PINNED}
-    # Maximal: with the next older turn, the exact count would exceed the budget.
+    # Maximal: with the next older turn, the exact count would exceed the budget
+    # (the cut is chosen on the history's messages, calls without results
+    # included: leaving those out of what is sent only makes it smaller).
     if report.plan.kept_turns < report.plan.turns and report.budget_met:
         bigger = TurnTrimmer(max_tokens=10**9, token_counter=TiktokenCounter("gpt-4"))
         starts = [i for i, kind in enumerate(message_kinds(messages)) if kind == START]
         older = starts[report.plan.dropped_turns - 1]
         pinned = [messages[i] for i in report.plan.pinned if i < older]
-        with_older = bigger.trim_with_report(pinned + messages[older:]).kept
+        wider = pinned + messages[older:]
+        with_older = bigger.trim_with_report(wider).plan.select(wider)
         assert exact_count(with_older) > budget

@@ -190,7 +190,8 @@ def _decided(
     fits under ``raise``, or its skeleton under ``compact``) as an
     ``InputError`` with its message."""
     try:
-        return _pipeline.decide(messages, options, planner, tools=tools, kinds=kinds)
+        # A transcript is written as it is read: its calls stay as they are.
+        return _pipeline.decide(messages, options, planner, tools=tools, kinds=kinds, sent=False)
     except Exception as error:
         # The error can only have been built if its module was loaded: the
         # command need not import LangChain to recognise it.
@@ -211,10 +212,25 @@ def _full_planner(
     return to_messages(transcript), planner_for(choice.counter, 0)
 
 
-class _RecordsPlanner:
-    """Plans records by their ``tokens`` (``plan_trim`` validates them)."""
+class _TranscriptPlanner:
+    """What both of the command's own planners share: no tools, and a
+    transcript written as it is read (``sent=False``: no calls left out)."""
 
     blocking = False
+
+    def tool_tokens(self, tools: Sequence[Any]) -> int:  # noqa: ARG002 - the planner interface
+        return 0
+
+    def answered(
+        self,
+        report: TrimReport[Any],
+        tools: Sequence[Any] = (),  # noqa: ARG002 - the planner interface
+    ) -> TrimReport[Any]:
+        return report
+
+
+class _RecordsPlanner(_TranscriptPlanner):
+    """Plans records by their ``tokens`` (``plan_trim`` validates them)."""
 
     def plan(
         self,
@@ -232,16 +248,11 @@ class _RecordsPlanner:
         msg = "records have no content to compact"  # refused before planning
         raise AssertionError(msg)
 
-    def tool_tokens(self, tools: Sequence[Any]) -> int:  # noqa: ARG002 - the planner interface
-        return 0
 
-
-class _PlainPlanner:
+class _PlainPlanner(_TranscriptPlanner):
     """Plans a plain transcript from ``PlainCounter``'s counts; compacts with
     the full planner (``full()``: the converted messages and their planner),
     whose counts are the same (a property test holds them to each other)."""
-
-    blocking = False
 
     def __init__(
         self,
@@ -275,6 +286,3 @@ class _PlainPlanner:
     ) -> Compaction:
         converted, planner = self.full()
         return planner.compact(converted, plan, keep_tool_results=keep_tool_results, tools=tools)
-
-    def tool_tokens(self, tools: Sequence[Any]) -> int:  # noqa: ARG002 - the planner interface
-        return 0

@@ -53,7 +53,7 @@ class _Turn:
         return [kept[i] for i in request_order(attempt.indices, self.kinds)]
 
     def ladder(self, count_each: CountEach, keep_tool_results: int, room: int) -> _Attempt:
-        ladder = Ladder(self.messages, self.indices, count_each, keep_tool_results)
+        ladder = Ladder(self.messages, self.indices, self.kinds, count_each, keep_tool_results)
         fits = ladder.run(room)
         indices = ladder.kept_indices(self.kinds, self.before, self.start)
         return _Attempt(ladder, indices, ladder.result(self.messages, indices), fits=fits)

@@ -9,7 +9,9 @@ of the per-message counts it is given; ``fit`` chooses the room):
    naming the tool and the tokens it held; the newest ``keep_tool_results``
    results stay intact;
 2. **drop** the oldest whole steps (an assistant message and the results of
-   its calls), never the newest step, while at least half of a step is needed;
+   its calls), never the newest step, while at least half of a step is needed
+   (a first step that opens with a thinking block stays: Anthropic refuses a
+   turn in progress whose first assistant message lost it);
 3. **truncate** the largest remaining message of the turn (the user message
    only when nothing else can be truncated): its head and tail are kept
    around a note saying how many characters were removed; repeated on the next largest
@@ -25,13 +27,13 @@ message and the newest step, truncated as far as they go.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage
 
 from langchain_turntrim._compaction import edits
-from langchain_turntrim._core import ANCHOR, PINNED
+from langchain_turntrim._core import ANCHOR, CONTINUE, PINNED, REPLY, START
 
 __all__ = ["PINNED_KINDS", "Compaction", "Ladder"]
 
@@ -88,23 +90,42 @@ class Compaction:
         }
 
 
-@dataclass
 class _Slot:
-    """One message of the turn as compaction changes it."""
+    """One message of the turn as compaction changes it, piece by piece."""
 
-    index: int
-    original: BaseMessage
-    original_tokens: int
-    message: BaseMessage = field(init=False)
-    tokens: int = field(init=False)
-    change: str = ""  # "cleared" or "truncated" once changed
-    at_floor: bool = False  # truncated as far as it goes
+    __slots__ = (
+        "data_dropped",
+        "index",
+        "message",
+        "original",
+        "original_tokens",
+        "parts",
+        "tokens",
+    )
 
-    def __post_init__(self) -> None:
-        self.restore()
+    def __init__(self, index: int, original: BaseMessage, tokens: int, *, result: bool) -> None:
+        self.index = index
+        self.original = original
+        self.original_tokens = tokens
+        self.parts = edits.pieces(original, result=result)
+        self.message = original
+        self.tokens = tokens
+        self.data_dropped = False
 
-    def restore(self) -> None:
-        self.message, self.tokens, self.change = self.original, self.original_tokens, ""
+    @property
+    def change(self) -> str:
+        """ "truncated" or "cleared" once changed (truncated wins), else ""."""
+        changes = {p.change for p in self.parts}
+        if "truncated" in changes or self.data_dropped:
+            return "truncated"
+        return "cleared" if "cleared" in changes else ""
+
+    @property
+    def at_floor(self) -> bool:
+        return all(p.at_floor or not p.editable for p in self.parts)
+
+    def rebuilt(self) -> BaseMessage:
+        return edits.rebuild(self.original, self.parts, drop_data=self.data_dropped)
 
 
 class Ladder:
@@ -114,32 +135,45 @@ class Ladder:
         self,
         messages: Sequence[BaseMessage],
         turn: list[int],
+        kinds: Sequence[int],
         count_each: CountEach,
         keep_tool_results: int,
     ) -> None:
         self.count_each = count_each
         costs = count_each([messages[i] for i in turn])
-        slots = [_Slot(i, messages[i], c) for i, c in zip(turn, costs, strict=True)]
+        slots = [
+            _Slot(i, messages[i], c, result=is_result_message(messages[i], kinds[i]))
+            for i, c in zip(turn, costs, strict=True)
+        ]
         # The head: the user message (absent when a summary, pinned, opens the
         # turn) and any result before the first assistant message. Then one
         # step per assistant message, with the results that follow it.
         self.head: list[_Slot] = []
         self.steps: list[list[_Slot]] = []
         for slot in slots:
-            if isinstance(slot.message, AIMessage):
+            if kinds[slot.index] == REPLY:
                 self.steps.append([slot])
             elif self.steps:
                 self.steps[-1].append(slot)
             else:
                 self.head.append(slot)
         first = self.head[0] if self.head else None
-        is_user = first is not None and isinstance(first.original, HumanMessage)
-        self.user = first if is_user else None
+        self.user = first if first is not None and kinds[first.index] == START else None
         self.dropped: list[_Slot] = []
         self.names = edits.tool_names(messages[i] for i in turn)
-        results = [s for step in self.steps for s in step if edits.is_result(s.message)]
-        keep = max(0, keep_tool_results)
-        self.clearable = results[: len(results) - keep] if keep else results
+        #: Every tool result of the steps, oldest first: a result message, or
+        #: one tool_result block of a user message.
+        results = [
+            (slot, piece)
+            for step in self.steps
+            for slot in step
+            for piece in slot.parts
+            if piece.kind == edits.RESULT
+        ]
+        self.clearable = results[: max(0, len(results) - keep_tool_results)]
+        #: The results cleared, in order, with their notes.
+        self.cleared: list[tuple[_Slot, edits.Piece, str]] = []
+        self.step_starts = {step[0].index for step in self.steps}
 
     def total(self) -> int:
         return sum(s.tokens for s in self.kept_slots())
@@ -151,18 +185,19 @@ class Ladder:
         """Apply the rungs until the turn fits ``room``; False if it cannot
         (the turn is then at its skeleton)."""
         total = self.total()
-        for slot in self.clearable:
+        for slot, piece in self.clearable:
             if total <= room:
                 return True
-            total -= self._clear(slot)
+            total -= self._clear(slot, piece)
         while total > room:
             excess = total - room
             largest = self._largest()
-            oldest = sum(s.tokens for s in self.steps[0]) if len(self.steps) > 1 else None
+            droppable = self._droppable()
+            oldest = 0 if droppable is None else sum(s.tokens for s in self.steps[droppable])
             # A step goes when at least half of it is needed; a smaller excess
             # is truncated from the largest message instead of wasting the rest.
-            if oldest is not None and (largest is None or oldest <= 2 * excess):
-                step = self.steps.pop(0)
+            if droppable is not None and (largest is None or oldest <= 2 * excess):
+                step = self.steps.pop(droppable)
                 self.dropped.extend(step)
                 total -= oldest
             elif largest is None:
@@ -170,11 +205,26 @@ class Ladder:
             else:
                 total -= self._truncate(largest, largest.tokens - excess)
         if self.dropped:  # room freed by dropping: give back the newest cleared results
-            for slot in reversed([s for s in self.kept_slots() if s.change == "cleared"]):
-                if total - slot.tokens + slot.original_tokens <= room:
-                    total += slot.original_tokens - slot.tokens
-                    slot.restore()
+            kept = {id(s) for s in self.kept_slots()}
+            for slot, piece, note in reversed(self.cleared):
+                if id(slot) not in kept or piece.change != "cleared":
+                    continue
+                piece.restore()
+                restored = slot.rebuilt()
+                tokens = self._count(restored)
+                if total - slot.tokens + tokens <= room:
+                    total += tokens - slot.tokens
+                    slot.message, slot.tokens = restored, tokens
+                else:
+                    piece.text, piece.change, piece.at_floor = note, "cleared", True
         return True
+
+    def _droppable(self) -> int | None:
+        """The oldest step that may go: never the newest, nor a first step that
+        opens with a thinking block (Anthropic, thinking on, refuses a turn in
+        progress whose first assistant message lost it)."""
+        first = 1 if self.steps and _opens_with_thinking(self.steps[0][0].original) else 0
+        return first if first < len(self.steps) - 1 else None
 
     def _largest(self) -> _Slot | None:
         """The largest message that can still be truncated; the user message last of all."""
@@ -185,43 +235,63 @@ class Ladder:
     def _count(self, message: BaseMessage) -> int:
         return self.count_each([message])[0]
 
-    def _clear(self, slot: _Slot) -> int:
-        name = self.names.get(getattr(slot.message, "tool_call_id", None) or "", "tool")
-        note = f"[result of {name} cleared to fit the context: {slot.tokens} tokens]"
-        cleared = edits.with_result_text(slot.message, note)
+    def _clear(self, slot: _Slot, piece: edits.Piece) -> int:
+        """Replace one result by a note naming its tool and the tokens it held."""
+        name = self.names.get(piece.tool_id, "tool")
+        if len(slot.parts) == 1:
+            held = slot.tokens
+        else:  # one result among other pieces: what its output adds to the message
+            piece.text, piece.change = "", "cleared"
+            held = max(0, slot.tokens - self._count(slot.rebuilt()))
+        note = f"[result of {name} cleared to fit the context: {held} tokens]"
+        piece.text, piece.change, piece.at_floor = note, "cleared", True
+        cleared = slot.rebuilt()
         tokens = self._count(cleared)
         if tokens >= slot.tokens:
+            piece.restore()
             return 0
         saved = slot.tokens - tokens
-        slot.message, slot.tokens, slot.change = cleared, tokens, "cleared"
+        slot.message, slot.tokens = cleared, tokens
+        self.cleared.append((slot, piece, note))
         return saved
 
     def _truncate(self, slot: _Slot, target: int) -> int:
-        """Cut ``slot``'s text to at most ``target`` tokens, or as far as it goes."""
-        original = slot.message
-        text = edits.text(original)
-        floor = edits.with_text(original, edits.truncate(text, 0))
+        """Cut the largest piece of ``slot`` so that it holds at most ``target``
+        tokens, or as far as that piece goes."""
+        editable = [p for p in slot.parts if p.editable and not p.at_floor]
+        if not editable:
+            return 0
+        piece = max(editable, key=lambda p: len(p.text))
+        text = piece.text
+        before, previous = slot.data_dropped, (piece.text, piece.change)
+        slot.data_dropped = True
+        piece.text, piece.change = edits.truncate(text, 0), "truncated"
+        floor = slot.rebuilt()
         floor_tokens = self._count(floor)
         if floor_tokens >= slot.tokens:
-            slot.at_floor = True
+            slot.data_dropped = before
+            piece.text, piece.change = previous
+            piece.at_floor = True
             return 0
-        message, tokens = floor, floor_tokens
+        message, tokens, kept = floor, floor_tokens, edits.truncate(text, 0)
         if target > floor_tokens:
-            # Characters per token of this very message, refined on each miss.
+            # Characters per token of this very piece, refined on each miss.
             per_char = (slot.tokens - floor_tokens) / max(len(text), 1)
             keep = int((target - floor_tokens) / per_char)
             for _ in range(_SEARCH_STEPS):
                 keep = max(0, min(keep, len(text) - 1))
-                candidate = edits.with_text(original, edits.truncate(text, keep))
+                piece.text = edits.truncate(text, keep)
+                candidate = slot.rebuilt()
                 counted = self._count(candidate)
                 if counted <= target:
-                    message, tokens = candidate, counted
+                    message, tokens, kept = candidate, counted, piece.text
                     break
                 per_char = max(counted - floor_tokens, 1) / max(keep, 1)
                 keep = min(keep - 1, int((target - floor_tokens) / per_char))
+        piece.text = kept
+        piece.at_floor = message is floor
         saved = slot.tokens - tokens
-        slot.message, slot.tokens, slot.change = message, tokens, "truncated"
-        slot.at_floor = message is floor
+        slot.message, slot.tokens = message, tokens
         return saved
 
     def kept_indices(self, kinds: Sequence[int], before: list[int], start: int) -> list[int]:
@@ -232,23 +302,43 @@ class Ladder:
 
     def result(self, messages: Sequence[BaseMessage], indices: list[int]) -> list[BaseMessage]:
         """The messages at ``indices``, compacted where the ladder changed them."""
-        changed = {s.index: s.message for s in self.kept_slots() if s.change}
+        changed = {s.index: s.message for s in self.kept_slots() if s.message is not s.original}
         return [changed.get(i, messages[i]) for i in indices]
 
     def outcome(self, kept: list[BaseMessage], indices: list[int], total: int) -> Compaction:
         slots = self.kept_slots()
+        results = sum(1 for s in slots for p in s.parts if p.change == "cleared")
         cleared = [s for s in slots if s.change == "cleared"]
         truncated = [s for s in slots if s.change == "truncated"]
         return Compaction(
             messages=kept,
             kept=tuple(indices),
-            compacted=[s.message for s in slots if s.change],
+            compacted=[s.message for s in slots if s.message is not s.original],
             dropped=[s.original for s in self.dropped],
-            cleared_results=len(cleared),
+            cleared_results=results,
             cleared_tokens=sum(s.original_tokens - s.tokens for s in cleared),
-            dropped_steps=sum(1 for s in self.dropped if isinstance(s.message, AIMessage)),
+            dropped_steps=sum(1 for s in self.dropped if s.index in self.step_starts),
             dropped_step_tokens=sum(s.original_tokens for s in self.dropped),
             truncated_messages=len(truncated),
             truncated_tokens=sum(s.original_tokens - s.tokens for s in truncated),
             tokens_after=total,
         )
+
+
+def _opens_with_thinking(message: BaseMessage) -> bool:
+    content = message.content
+    first = content[0] if isinstance(content, list) and content else None
+    return isinstance(first, dict) and first.get("type") in edits.THINKING_BLOCKS
+
+
+def is_result_message(message: BaseMessage, kind: int) -> bool:
+    """A tool's (or function's) result message, its whole content one result:
+    a ``ToolMessage``, a ``FunctionMessage``, a ``ChatMessage`` with the tool or
+    function role. (A user message of ``tool_result`` blocks has its results
+    in its blocks.)"""
+    if kind != CONTINUE:
+        return False
+    return message.type in ("tool", "function") or getattr(message, "role", None) in (
+        "tool",
+        "function",
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from langchain_turntrim._core.stable import stable_first
@@ -54,6 +54,9 @@ class TrimPlan:
             turn means that call's prompt prefix is lost (a prompt-cache
             bust). False when there is no assistant message, or when the
             previous call kept no turn.
+        unanswered: The assistant messages whose tool calls have no result
+            right after them, by index, with those calls' ids (a planner of
+            messages finds them; plain records have none).
     """
 
     size: int
@@ -70,6 +73,8 @@ class TrimPlan:
     newest_turn_start: int
     trim_to: int | None = None
     start_moved: bool = False
+    # What is sent, not the cut: two plans of the same cut are the same decision.
+    unanswered: tuple[tuple[int, frozenset[str]], ...] = field(default=(), compare=False)
 
     @property
     def budget_met(self) -> bool:

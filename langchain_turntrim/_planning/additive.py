@@ -7,6 +7,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from langchain_turntrim._calls import unanswered_calls
 from langchain_turntrim._core import TrimPlan, plan_costs
 from langchain_turntrim._counting.additive import AdditiveCounter
 from langchain_turntrim._messages import message_kinds
@@ -55,7 +56,8 @@ class AdditivePlanner(CountingPlanner):
             return memo.plan(messages, kinds, counter.costs, max_tokens, overhead, trim_to)
         kinds = message_kinds(messages) if kinds is None else kinds
         costs, overhead = counter.measure(messages, tools)
-        return plan_costs(kinds, costs, max_tokens, overhead, trim_to)
+        plan = plan_costs(kinds, costs, max_tokens, overhead, trim_to)
+        return unanswered_calls(plan, messages, kinds)
 
     def tool_tokens(self, tools: Sequence[Any]) -> int:
         """The tools' price: part of the plan's ``overhead_tokens``."""

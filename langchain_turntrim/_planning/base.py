@@ -1,4 +1,4 @@
-"""``CountingPlanner``: what both planners share (compaction, clearing, naming)."""
+"""``CountingPlanner``: what both planners share (compaction, unanswered calls, clearing)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from langchain_turntrim._calls import without
 from langchain_turntrim._compaction.fit import fit
 from langchain_turntrim._compaction.ladder import Compaction
-from langchain_turntrim._core import TrimPlan
+from langchain_turntrim._core import TrimPlan, request_order
 from langchain_turntrim._counting.additive import AdditiveCounter
 from langchain_turntrim._counting.whole_list import WholeListCounter
+from langchain_turntrim._messages import message_kinds
+from langchain_turntrim._report import TrimReport
 
 __all__ = ["CountingPlanner"]
 
@@ -38,6 +41,31 @@ class CountingPlanner:
     ) -> Compaction:
         """The newest turn compacted into the budget (see ``_compaction.fit``)."""
         return fit(messages, plan, self.counter, keep_tool_results=keep_tool_results, tools=tools)
+
+    def answered(
+        self, report: TrimReport[BaseMessage], tools: Sequence[Any] = ()
+    ) -> TrimReport[BaseMessage]:
+        """``report`` with the kept messages' unanswered calls left out of the
+        request (``_calls.without``), and ``tokens_after`` the counter's count
+        of what is then sent."""
+        kept = report.position
+        before = {i: report.kept[kept[i]] for i, _ in report.plan.unanswered if i in kept}
+        if not before:
+            return report
+        ids = dict(report.plan.unanswered)
+        repairs = {i: without(message, ids[i]) for i, message in before.items()}
+        answered = report.with_answers(repairs, 0)
+        counter = self.counter
+        if isinstance(counter, AdditiveCounter):
+            after = [m for m in repairs.values() if m is not None]
+            change = sum(counter.costs(after)) - sum(counter.costs(list(before.values())))
+            tokens = report.tokens_after + change
+        else:
+            sent = answered.kept
+            order = request_order(range(len(sent)), message_kinds(sent))
+            tokens = counter.count([sent[i] for i in order], tools) if sent else 0
+        answered.set_tokens_after(tokens)
+        return answered
 
     def clear(self) -> None:
         """Forget the counter's cached counts (and what the planner remembers)."""

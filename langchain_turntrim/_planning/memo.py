@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from langchain_core.messages import BaseMessage
 
+from langchain_turntrim._calls import Calls, unanswered_calls, with_unanswered
 from langchain_turntrim._core import Grouping, TrimPlan, plan_costs
 from langchain_turntrim._counting.keys import fields_getter
 from langchain_turntrim._messages import check_messages, message_kinds
@@ -46,7 +47,7 @@ class _Entry:
     """One remembered history. An entry is used by one call at a time: a call
     takes it out of the memo, extends it in place and puts it back."""
 
-    __slots__ = ("classes", "grouping", "messages")
+    __slots__ = ("calls", "classes", "grouping", "messages")
 
     def __init__(self) -> None:
         self.messages: list[BaseMessage] = []
@@ -54,6 +55,7 @@ class _Entry:
         #: their counted fields one after the other.
         self.classes: dict[Getter, tuple[list[BaseMessage], list[Any]]] = {}
         self.grouping = Grouping()
+        self.calls = Calls()
 
     def matches(self, messages: Sequence[BaseMessage], kinds: list[int] | None) -> bool:
         """Whether ``messages`` (of turn kinds ``kinds``, when given) start with this history."""
@@ -92,6 +94,7 @@ class _Entry:
             kinds = message_kinds(messages)
         costs = count(messages)
         self.grouping.extend(kinds, costs)
+        self.calls.feed(messages, kinds)
         self.messages.extend(messages)
         for getter, group, fields in read:
             known, known_fields = self.classes.setdefault(getter, ([], []))
@@ -160,7 +163,8 @@ class HistoryMemo:
                 kinds = message_kinds(messages) if kinds is None else kinds
                 costs = count(messages)
                 self._sight(messages)
-                return plan_costs(kinds, costs, max_tokens, overhead, trim_to)
+                plan = plan_costs(kinds, costs, max_tokens, overhead, trim_to)
+                return unanswered_calls(plan, messages, kinds)
             check_messages(messages)
             entry = _Entry()
         try:
@@ -171,7 +175,9 @@ class HistoryMemo:
             # Errors name messages by index: go through the whole list for the right one.
             entry = _Entry()
             entry.extend(messages, kinds, count)
-        plan = entry.grouping.plan(max_tokens, overhead, trim_to)
+        plan = with_unanswered(
+            entry.grouping.plan(max_tokens, overhead, trim_to), entry.calls.of_request()
+        )
         self._put(entry)
         return plan
 

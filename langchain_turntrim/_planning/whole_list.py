@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from langchain_turntrim._calls import unanswered_calls
 from langchain_turntrim._compaction.ladder import PINNED_KINDS
 from langchain_turntrim._core import ANCHOR, REPLY, START, TrimPlan, plan_costs, request_order
 from langchain_turntrim._core.stable import candidates
@@ -112,7 +113,7 @@ class WholeListPlanner(CountingPlanner):
             moved = previous_cut is not None and previous_cut != keep_from
         else:  # both calls' cuts on the scaled approximate counts
             moved = estimate.start_moved
-        return dataclasses.replace(
+        plan = dataclasses.replace(
             estimate,
             keep_from=keep_from,
             dropped_turns=first,
@@ -123,6 +124,7 @@ class WholeListPlanner(CountingPlanner):
             newest_turn_tokens=newest,
             start_moved=moved,
         )
+        return unanswered_calls(plan, messages, kinds)
 
     def tool_tokens(self, tools: Sequence[Any]) -> None:  # noqa: ARG002 - the planner interface
         """None: the tools are priced inside each whole-list count."""
