@@ -11,7 +11,10 @@ The layers, each depending only on those above it:
 * entry points, each an adapter of the pipeline: ``_trimmer`` (``TurnTrimmer``),
   ``_drop_in`` (``trim_turns``), ``_middleware`` (``create_agent``),
   ``_langgraph``, ``_cli`` (the ``turntrim`` command); with ``_sizing``
-  (``for_model``), ``_errors`` and ``_tracing``.
+  (``for_model``), ``_errors`` and ``_tracing``;
+* what is sent: ``_calls`` (calls without their results left out),
+  ``_overflow`` and ``_recovery`` (a provider's context-overflow error: trim
+  tighter and call again).
 """
 
 import importlib
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
     from langchain_turntrim._langgraph import trim_update as trim_update
     from langchain_turntrim._middleware import TurnTrimMiddleware as TurnTrimMiddleware
     from langchain_turntrim._middleware import TurnTrimStateMiddleware as TurnTrimStateMiddleware
+    from langchain_turntrim._recovery import OverflowRetry as OverflowRetry
     from langchain_turntrim._trimmer import TurnTrimmer as TurnTrimmer
 
 __version__ = "0.1.0.dev0"
@@ -55,6 +59,7 @@ _LAZY = {
     "EncodingUnavailableError": "langchain_turntrim._counting.openai.counter",
     "TiktokenCounter": "langchain_turntrim._counting.openai.counter",
     "TurnTrimOverflowError": "langchain_turntrim._errors",
+    "OverflowRetry": "langchain_turntrim._recovery",
     "TurnTrimmer": "langchain_turntrim._trimmer",
     "trim_turns": "langchain_turntrim._drop_in",
     "removals": "langchain_turntrim._langgraph",
@@ -69,6 +74,7 @@ __all__ = [
     "EncodingUnavailableError",
     "Mode",
     "OnOverflow",
+    "OverflowRetry",
     "TiktokenCounter",
     "TokenCounter",
     "TrimOptions",

@@ -6,6 +6,7 @@ Needs LangChain v1: ``pip install 'langchain-turntrim[agents]'``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 try:
@@ -32,6 +33,8 @@ from langchain_turntrim._counting.lru import LRU
 from langchain_turntrim._langgraph import removals
 from langchain_turntrim._messages import message_kinds
 from langchain_turntrim._options import AGENT_ON_OVERFLOW, Mode, TrimOptions
+from langchain_turntrim._overflow import DEFAULT_OVERFLOW_RETRIES
+from langchain_turntrim._recovery import Recovering, Retrying, check_retries
 from langchain_turntrim._report import TrimReport
 from langchain_turntrim._safe_repr import safe_repr
 from langchain_turntrim._sizing import model_budget, model_counter, sized_options
@@ -99,12 +102,21 @@ class TurnTrimMiddleware(_Base):
     #: What this class trims: only the model request.
     mode: ClassVar[Mode] = "request"
 
-    def __init__(self, max_tokens: int, **options: Unpack[TrimKeywords]) -> None:
+    def __init__(
+        self,
+        max_tokens: int,
+        *,
+        overflow_retries: int = DEFAULT_OVERFLOW_RETRIES,
+        **options: Unpack[TrimKeywords],
+    ) -> None:
         super().__init__()
         keywords: dict[str, Any] = {"on_overflow": AGENT_ON_OVERFLOW, **options}
         checked = TrimOptions.of(type(self).__name__, max_tokens, keywords)
+        self._overflow_retries = check_retries(overflow_retries, type(self).__name__)
         self._trimmer = TurnTrimmer.from_options(checked)
         self._sizing: _Sizing | None = None
+        #: id(trimmer) -> (trimmer, what its calls learned from overflows).
+        self._recovering: LRU[tuple[TurnTrimmer, Recovering]] = LRU(_Sizing.MODELS + 1)
 
     @classmethod
     def for_model(
@@ -112,6 +124,7 @@ class TurnTrimMiddleware(_Base):
         chat_model: Any,
         *,
         reserve_tokens: int | None = None,
+        overflow_retries: int = DEFAULT_OVERFLOW_RETRIES,
         **options: Unpack[TrimKeywords],
     ) -> Self:
         """A middleware sized for ``chat_model``, like ``TurnTrimmer.for_model``.
@@ -131,7 +144,7 @@ class TurnTrimMiddleware(_Base):
         options.setdefault("on_overflow", AGENT_ON_OVERFLOW)
         sized = sized_options(chat_model, reserve_tokens, **options)
         keywords = sized.keywords()
-        middleware = cls(keywords.pop("max_tokens"), **keywords)
+        middleware = cls(keywords.pop("max_tokens"), overflow_retries=overflow_retries, **keywords)
         middleware._sizing = _Sizing(chat_model, reserve_tokens)
         return middleware
 
@@ -143,6 +156,12 @@ class TurnTrimMiddleware(_Base):
     @property
     def max_tokens(self) -> int:
         return self._trimmer.max_tokens
+
+    @property
+    def overflow_retries(self) -> int:
+        """How many times a model call is retried, trimmed tighter, after the
+        provider answered that the context is too long."""
+        return self._overflow_retries
 
     def __repr__(self) -> str:
         t = self._trimmer
@@ -163,8 +182,8 @@ class TurnTrimMiddleware(_Base):
         ``on_overflow="raise"`` when not even the newest turn fits (under
         ``"compact"``: when not even its skeleton does).
         """
-        trimmed, report, _ = self._trim(request)
-        return trimmed, report
+        trimmer = self.trimmer_for(getattr(request, "model", None))
+        return self._trim(request, trimmer)
 
     def trimmer_for(self, model: object) -> TurnTrimmer:
         """The trimmer a call of ``model`` is sized with: ``trimmer``, unless
@@ -174,10 +193,18 @@ class TurnTrimMiddleware(_Base):
             return self._trimmer
         return sizing.trimmer_for(model, self._trimmer.options)
 
-    def _trim(
-        self, request: ModelRequest[Any]
-    ) -> tuple[ModelRequest[Any], TrimReport[Any], TurnTrimmer]:
+    def _attempts(self, request: ModelRequest[Any]) -> Retrying:
+        """The attempts of this model call, on the trimmer sized for its model."""
         trimmer = self.trimmer_for(getattr(request, "model", None))
+        entry = self._recovering.get(id(trimmer))
+        if entry is None or entry[0] is not trimmer:
+            entry = (trimmer, Recovering(trimmer))
+            self._recovering.put_many(((id(trimmer), entry),))
+        return Retrying(entry[1], self._overflow_retries)
+
+    def _trim(
+        self, request: ModelRequest[Any], trimmer: TurnTrimmer
+    ) -> tuple[ModelRequest[Any], TrimReport[Any]]:
         system = _system_message(request)
         messages: list[BaseMessage] = list(request.messages)
         planned = messages if system is None else [system, *messages]
@@ -187,9 +214,9 @@ class TurnTrimMiddleware(_Base):
             _check_kinds(messages)
             raise
         if not report.changed:
-            return request, report, trimmer
+            return request, report
         kept = report.kept[1:] if system is not None else report.kept
-        return request.override(messages=cast("list[AnyMessage]", kept)), report, trimmer
+        return request.override(messages=cast("list[AnyMessage]", kept)), report
 
     # -- the hooks -----------------------------------------------------------
 
@@ -198,12 +225,21 @@ class TurnTrimMiddleware(_Base):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
-        """Trim the request's messages (``trim_request``), then call the model."""
-        trimmed, report, trimmer = self._trim(request)
-        report_trim(report, extra=_request_extra(request, report))
-        response = handler(trimmed)
-        _calibrate(trimmer, trimmed, response)
-        return response
+        """Trim the request's messages (``trim_request``), then call the model;
+        after a context-overflow error, trim tighter and call again (at most
+        ``overflow_retries`` times)."""
+        attempt = self._attempts(request)
+        while True:
+            trimmed, report = attempt.decide(partial(self._trim, request))
+            report_trim(report, extra=_request_extra(request, report, attempt))
+            try:
+                response = handler(trimmed)
+            except Exception as error:
+                if attempt.overflowed(error, report, _sent(trimmed), trimmed.tools):
+                    continue
+                raise
+            _calibrate(attempt.trimmer, trimmed, response)
+            return response
 
     async def awrap_model_call(
         self,
@@ -211,14 +247,22 @@ class TurnTrimMiddleware(_Base):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """``wrap_model_call`` for async agents (a model's counter runs in a thread)."""
-        if self.trimmer_for(getattr(request, "model", None)).planner.blocking:
-            trimmed, report, trimmer = await run_in_executor(None, self._trim, request)
-        else:
-            trimmed, report, trimmer = self._trim(request)
-        await areport_trim(report, extra=_request_extra(request, report))
-        response = await handler(trimmed)
-        _calibrate(trimmer, trimmed, response)
-        return response
+        attempt = self._attempts(request)
+        while True:
+            trim = partial(self._trim, request)
+            if attempt.trimmer.planner.blocking:
+                trimmed, report = await run_in_executor(None, attempt.decide, trim)
+            else:
+                trimmed, report = attempt.decide(trim)
+            await areport_trim(report, extra=_request_extra(request, report, attempt))
+            try:
+                response = await handler(trimmed)
+            except Exception as error:
+                if attempt.overflowed(error, report, _sent(trimmed), trimmed.tools):
+                    continue
+                raise
+            _calibrate(attempt.trimmer, trimmed, response)
+            return response
 
 
 class TurnTrimStateMiddleware(TurnTrimMiddleware):
@@ -297,6 +341,12 @@ def _check_kinds(messages: list[BaseMessage]) -> None:
         raise error from None
 
 
+def _sent(request: ModelRequest[Any]) -> list[BaseMessage]:
+    """The messages of ``request`` as sent: its system message first."""
+    system = _system_message(request)
+    return [system, *request.messages] if system is not None else list(request.messages)
+
+
 def _calibrate(trimmer: TurnTrimmer, sent: ModelRequest[Any], response: Any) -> None:
     """Feed a ``CalibratedCounter`` what was sent and the input tokens reported."""
     counter = trimmer.counter
@@ -306,9 +356,7 @@ def _calibrate(trimmer: TurnTrimmer, sent: ModelRequest[Any], response: Any) -> 
     tokens = reported_input_tokens(result) if isinstance(result, list) else None
     if tokens is None:
         return
-    system = _system_message(sent)
-    messages = [system, *sent.messages] if system is not None else list(sent.messages)
-    counter.observe(messages, tokens, tools=sent.tools)
+    counter.observe(_sent(sent), tokens, tools=sent.tools)
 
 
 class _Sizing:
@@ -344,12 +392,15 @@ class _Sizing:
         return entry[1]
 
 
-def _request_extra(request: ModelRequest[Any], report: TrimReport[Any]) -> dict[str, Any]:
+def _request_extra(
+    request: ModelRequest[Any], report: TrimReport[Any], attempt: Retrying
+) -> dict[str, Any]:
     return {
         "mode": "request",
         "messages_before": len(request.messages),
         "messages_after": len(request.messages) - (report.plan.size - len(report.kept)),
         "tool_tokens": report.tool_tokens,
+        **attempt.extra(),
     }
 
 

@@ -22,15 +22,19 @@ from langchain_turntrim._options import (
     OnOverflow,
     TrimOptions,
 )
+from langchain_turntrim._overflow import DEFAULT_OVERFLOW_RETRIES
 from langchain_turntrim._planning import MessagePlanner, planner_for
 from langchain_turntrim._report import TrimReport
 from langchain_turntrim._sizing import sized_options
 from langchain_turntrim._tracing import areport_trim, observed, report_trim
 
 if TYPE_CHECKING:
+    from langchain_core.language_models import LanguageModelInput
+    from langchain_core.runnables import Runnable
     from typing_extensions import Unpack
 
     from langchain_turntrim._options import TrimKeywords
+    from langchain_turntrim._recovery import OverflowRetry
 
 __all__ = ["TurnTrimmer"]
 
@@ -183,6 +187,28 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
     def plan(self, messages: TrimInput) -> TrimPlan:
         """The spec's plan behind ``report(messages)``: which whole turns fit."""
         return self.report(messages).plan
+
+    def with_overflow_retry(
+        self, model: Runnable[LanguageModelInput, Any], *, retries: int = DEFAULT_OVERFLOW_RETRIES
+    ) -> OverflowRetry:
+        """This trimmer piped into ``model``, retrying when the context overflows.
+
+        ``trimmer.with_overflow_retry(model).invoke(history)`` trims ``history``
+        and calls ``model`` with what is kept. When the provider answers that
+        the context is too long (LangChain's ``ContextOverflowError``, or a
+        provider's own error saying so: OpenAI's ``context_length_exceeded``,
+        Anthropic's "prompt is too long: N tokens > M maximum", ...), the
+        budget is tightened by the figures the provider gave (its count and
+        its limit; without them, to 80%), the history trimmed again and the
+        model called again, at most ``retries`` times; then the provider's
+        error is raised, with the retries' figures in its ``turntrim``
+        attribute. The tightened budget stays for later calls (for a
+        ``CalibratedCounter``, the provider's count is fed to the calibration
+        instead). No LLM call is made to shrink the history.
+        """
+        from langchain_turntrim._recovery import OverflowRetry  # noqa: PLC0415 - a cycle
+
+        return OverflowRetry(trimmer=self, model=model, retries=retries)
 
     # -- the adapters ----------------------------------------------------------------------
 
