@@ -188,11 +188,15 @@ def test_state_survives_pickling() -> None:
         ),
         (lambda: CalibratedCounter(margin=2), ValueError, "margin must be between 0 and 1"),
         (lambda: CalibratedCounter(warmup=-1), ValueError, "warmup must be >= 0"),
-        (lambda: CalibratedCounter().observe([HumanMessage("a")], -1), ValueError, "input_tokens"),
         (
-            lambda: CalibratedCounter().observe([HumanMessage("a")], 1.5),  # type: ignore[arg-type]
+            lambda: CalibratedCounter().observe([HumanMessage("a")], "3"),  # type: ignore[arg-type]
             TypeError,
-            "input_tokens",
+            "input_tokens must be a number, got str",
+        ),
+        (
+            lambda: CalibratedCounter().observe([HumanMessage("a")], True),
+            TypeError,
+            "input_tokens must be a number, got bool",
         ),
         (
             lambda: CalibratedCounter().observe(["a"], 3),  # type: ignore[list-item]
@@ -357,3 +361,132 @@ def test_the_budget_follows_the_model_actually_called() -> None:
     assert big_counter.observations == len(big.reported) == 20
     assert max(small.reported) <= 1_500 < max(big.reported)
     assert fixed.trimmer_for(small) is fixed.trimmer
+
+
+# -- reports that cannot be right, and shifts that are ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "report",
+    [0, -5, float("inf"), float("nan"), 1e309, 10**400, 200_000_000, "ratio"],
+    ids=["zero", "negative", "inf", "nan", "overflowing-float", "huge-int", "absurd", "ratio"],
+)
+def test_a_report_no_provider_makes_is_ignored(
+    report: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    rng = seeded(3)
+    counter = CalibratedCounter()
+    for _ in range(10):
+        sent = request(rng)
+        counter.observe(sent, hidden_count(sent))
+    before = counter.calibration
+    sent = request(rng)
+    value = 60 * ApproximateCounter().count(sent) if report == "ratio" else report
+    with caplog.at_level("DEBUG", logger="langchain_turntrim"):
+        counter.observe(sent, value)  # type: ignore[arg-type]
+    assert counter.calibration == before  # the fit is untouched
+    assert "CalibratedCounter ignored a report" in caplog.text
+    for _ in range(70):  # and every later call still learns (nothing left poisoned)
+        sent = request(rng)
+        counter.observe(sent, hidden_count(sent))
+    assert counter.observations == 80
+    sent = request(rng)
+    assert counter.count(sent) == pytest.approx(hidden_count(sent), rel=0.05)
+
+
+def test_zero_is_a_valid_report_for_an_empty_request() -> None:
+    counter = CalibratedCounter()
+    counter.observe([], 0)
+    assert counter.observations == 1
+
+
+CJK = "东京的天气今天很好我们去公园散步吧然后吃午饭"
+
+
+def provider_after_shift(messages: Sequence[BaseMessage], shifted: bool) -> int:
+    """Before the shift ``hidden_count``; after it, one token per character
+    (a CJK text on a tokenizer that splits it finely) plus the same framing."""
+    if not shifted:
+        return hidden_count(messages)
+    return 20 + sum(len(m.text) + 7 for m in messages)
+
+
+def shift_run(calls: int, shift_at: int, budget: int) -> list[float]:
+    """An agent-like loop: each call appends a turn, is trimmed to ``budget``
+    by a CalibratedCounter and observed; from ``shift_at`` on the content is
+    CJK. Returns each call's reported tokens / budget."""
+    rng = seeded(11)
+    counter = CalibratedCounter()
+    trimmer = TurnTrimmer(max_tokens=budget, token_counter=counter)
+    history: list[BaseMessage] = [SystemMessage("Be brief.")]
+    used: list[float] = []
+    for call in range(calls):
+        shifted = call >= shift_at
+        if shifted:
+            words = (CJK * 20)[: rng.randint(30, 300)]
+            history += [HumanMessage(words), AIMessage((CJK * 40)[: rng.randint(50, 600)])]
+        else:
+            history += [HumanMessage(text(rng, 20, 400)), AIMessage(text(rng, 50, 800))]
+        sent = trimmer.trim(history)
+        reported = provider_after_shift(sent, shifted)
+        counter.observe(sent, reported)
+        used.append(reported / budget)
+    return used
+
+
+@pytest.mark.parametrize("budget", [4_000, 8_000])
+def test_a_shift_in_the_providers_count_is_followed_within_3_calls(budget: int) -> None:
+    used = shift_run(calls=200, shift_at=40, budget=budget)
+    assert max(used[8:40]) <= 1.0  # calibrated on the first content
+    over = [i - 40 for i, u in enumerate(used[40:], 40) if u > 1.0]
+    assert over == [0, 1, 2]  # the three calls that reveal the shift
+    assert max(used[43:]) <= 1.0  # and within budget from then on
+
+
+def test_one_odd_report_is_not_a_shift() -> None:
+    rng = seeded(5)
+    counter = CalibratedCounter()
+    for _ in range(20):
+        sent = request(rng)
+        counter.observe(sent, hidden_count(sent))
+    ratio = counter.ratio
+    sent = request(rng)
+    counter.observe(sent, 3 * hidden_count(sent))
+    sent = request(rng)
+    counter.observe(sent, hidden_count(sent))
+    assert counter.ratio == pytest.approx(ratio, rel=0.05)
+
+
+# -- the callback's memory -----------------------------------------------------------------
+
+
+def test_runs_that_never_end_are_bounded() -> None:
+    from uuid import uuid4
+
+    from langchain_turntrim._counting.callback import MAX_PENDING
+
+    callback = CalibratedCounter().callback()
+    for _ in range(MAX_PENDING + 100):
+        callback.on_chat_model_start({}, [[HumanMessage("hi")]], run_id=uuid4())
+    assert len(callback._pending) == MAX_PENDING
+
+
+def test_a_cancelled_call_is_forgotten() -> None:
+    class Slow(HiddenTokenizerModel):
+        async def _agenerate(self, *args: Any, **kwargs: Any) -> ChatResult:
+            await asyncio.sleep(10)
+            raise AssertionError("not reached")
+
+    counter = CalibratedCounter()
+    callback = counter.callback()
+    chain = TurnTrimmer(max_tokens=1_000, token_counter=counter) | Slow()
+
+    async def timed_out() -> None:
+        for _ in range(20):
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(
+                    chain.ainvoke([HumanMessage("hi")], config={"callbacks": [callback]}), 0.01
+                )
+
+    asyncio.run(timed_out())
+    assert callback._pending == {}

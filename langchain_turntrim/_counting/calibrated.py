@@ -9,6 +9,7 @@ the provider's count, and plans with the mapped estimate.
 
 from __future__ import annotations
 
+import logging
 import math
 import statistics
 import threading
@@ -29,12 +30,22 @@ if TYPE_CHECKING:
 
 __all__ = ["CalibratedCounter", "Calibration", "reported_input_tokens"]
 
+logger = logging.getLogger("langchain_turntrim")
+
 #: Calls seen before the warm-up margin is lifted.
 DEFAULT_WARMUP: Final = 8
 #: The margin estimates carry during the warm-up, and the most they ever carry.
 DEFAULT_MARGIN: Final = 0.15
 #: Observations the fit is made on (the newest ones).
 WINDOW: Final = 64
+#: A shift: this many calls in a row off by more than ``SHIFT_ERROR``, the same way.
+SHIFT_CALLS: Final = 3
+SHIFT_ERROR: Final = 0.2
+#: Reports no provider makes: more tokens than this, or this many times the
+#: base count (either way) once the base count is at least ``_RATIO_FLOOR``.
+ABSURD_TOKENS: Final = 100_000_000
+ABSURD_RATIO: Final = 50.0
+_RATIO_FLOOR: Final = 32
 _HUBER: Final = 1.5
 _ROUNDS: Final = 4
 
@@ -104,6 +115,10 @@ class CalibratedCounter(AdditiveCounter):
         self.max_margin = float(margin)
         self._lock = threading.Lock()
         self._seen: deque[tuple[float, int, int]] = deque(maxlen=WINDOW)
+        #: The relative errors of the newest calls, against the fit before each.
+        self._errors: deque[float] = deque(maxlen=SHIFT_CALLS)
+        #: Calls observed since the fit (re)started: the warm-up margin holds until ``warmup``.
+        self._since = 0
         self._state = Calibration(1.0, 0.0, 0.0, self.max_margin, 0)
 
     # -- the state -----------------------------------------------------------
@@ -133,21 +148,56 @@ class CalibratedCounter(AdditiveCounter):
     def observe(
         self,
         messages: Sequence[BaseMessage],
-        input_tokens: int,
+        input_tokens: float,
         tools: Sequence[Any] | None = None,
     ) -> int:
         """Record one model call: ``messages`` and ``tools`` were sent and the
         provider reported ``input_tokens``. Returns this counter's estimate of
-        that request from before the observation (what the plan used)."""
-        check_count(input_tokens, "input_tokens")
+        that request from before the observation (what the plan used).
+
+        A report no provider would make is ignored (with a DEBUG line on the
+        ``langchain_turntrim`` logger): not finite, negative, zero for a
+        request with messages, more than 100,000,000 tokens, or more than 50
+        times the base count (or less than a fiftieth of it) once that is 32
+        tokens or more. Three calls in a row off by more than 20% the same way
+        are a shift (new content, another model behind the same name): the
+        fit then restarts from them, so it follows within 3 calls, with the
+        warm-up margin until ``warmup`` calls of the new fit.
+        """
+        if isinstance(input_tokens, bool) or not isinstance(input_tokens, (int, float)):
+            msg = f"input_tokens must be a number, got {type(input_tokens).__name__}"
+            raise TypeError(msg)
         state = self._state
         base_each = checked_counts(self.base.count_each(messages), messages, self.base)
         base = self.base.overhead + sum(base_each) + (self.base.count_tools(tools) if tools else 0)
         estimate = _estimate(state, base, len(messages))
+        reason = _implausible(input_tokens, base, len(messages))
+        if reason is not None:
+            logger.debug(
+                "CalibratedCounter ignored a report of %r input tokens: %s", input_tokens, reason
+            )
+            return estimate
+        reported = round(input_tokens)
         with self._lock:
-            self._seen.append((float(base), len(messages), input_tokens))
+            state = self._state
+            if len(self._seen) >= 3:  # noqa: PLR2004 - a fit to be off from
+                fitted = _estimate(state._replace(margin=0.0), base, len(messages))
+                self._errors.append(reported / fitted - 1 if fitted else 0.0)
+            self._seen.append((float(base), len(messages), reported))
+            if _shifted(self._errors):
+                # The newest calls alone: the older ones describe what no longer holds.
+                recent = list(self._seen)[-SHIFT_CALLS:]
+                self._seen.clear()
+                self._seen.extend(recent)
+                self._errors.clear()
+                self._since = SHIFT_CALLS - 1
+                logger.debug("CalibratedCounter: the provider's count shifted; refitting")
+            self._since += 1
             self._state = _fit(
-                list(self._seen), self._state.observations + 1, self.warmup, self.max_margin
+                list(self._seen),
+                state.observations + 1,
+                settled=self._since >= self.warmup,
+                max_margin=self.max_margin,
             )
         return estimate
 
@@ -213,6 +263,29 @@ def _additive(base: object) -> AdditiveCounter:
     raise TypeError(msg)
 
 
+def _implausible(reported: float, base: int, messages: int) -> str | None:
+    """Why a report cannot be a provider's count of a request of ``base``
+    base tokens and ``messages`` messages, or None."""
+    if isinstance(reported, float) and not math.isfinite(reported):
+        return "not a finite number"
+    if reported < 0:
+        return "negative"
+    if reported == 0:
+        return "zero for a request with messages" if messages else None
+    if reported > ABSURD_TOKENS:
+        return f"more than {ABSURD_TOKENS:,} tokens"
+    if base >= _RATIO_FLOOR and not 1 / ABSURD_RATIO <= reported / base <= ABSURD_RATIO:
+        return f"{reported / base:.3g} times the base count of {base}"
+    return None
+
+
+def _shifted(errors: deque[float]) -> bool:
+    """The newest ``SHIFT_CALLS`` calls were all off by more than ``SHIFT_ERROR``, the same way."""
+    if len(errors) < SHIFT_CALLS:
+        return False
+    return all(e > SHIFT_ERROR for e in errors) or all(e < -SHIFT_ERROR for e in errors)
+
+
 def _each(state: Calibration, base: Sequence[int]) -> list[int]:
     scale = 1 + state.margin
     ratio, per_message = state.ratio, state.per_message
@@ -235,7 +308,7 @@ def _estimate(state: Calibration, base: float, n: int) -> int:
 
 
 def _fit(
-    seen: list[tuple[float, int, int]], observations: int, warmup: int, max_margin: float
+    seen: list[tuple[float, int, int]], observations: int, *, settled: bool, max_margin: float
 ) -> Calibration:
     """The Huber-weighted fit of ``reported ≈ a * base + b * n + c`` over ``seen``."""
     ratios = [y / x for x, _, y in seen if x > 0]
@@ -248,7 +321,7 @@ def _fit(
         if a <= 0:
             a, b, c = prior, 0.0, 0.0
     margin = max_margin
-    if observations >= warmup:
+    if settled:
         worst = 0.0
         for x, n, y in seen:
             fitted = a * x + b * n + c
