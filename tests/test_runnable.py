@@ -34,7 +34,9 @@ from langchain_turntrim import (
     TiktokenCounter,
     TrimReport,
     TurnTrimmer,
+    TurnTrimMiddleware,
     TurnTrimOverflowError,
+    trim_turns,
 )
 from langchain_turntrim._core import PINNED, START
 from langchain_turntrim._counting import CachedCounter
@@ -442,22 +444,42 @@ def test_for_model_openai_uses_tiktoken(tiktoken_cache: Any) -> None:
     assert isinstance(trimmer.counter.counter, TiktokenCounter)
 
 
-def test_openai_compatible_model_of_another_tokenizer_keeps_its_own_counter(
+def test_openai_compatible_model_of_another_tokenizer_is_refused_at_construction(
     tiktoken_cache: Any,
 ) -> None:
-    """An unknown model name on ChatOpenAI is not counted with a guessed cl100k_base."""
+    """An unknown model name on ChatOpenAI is not counted with a guessed
+    cl100k_base, and langchain-openai cannot count it: refused when the
+    trimmer is built (it used to fail at every trim), saying what to use."""
     from langchain_openai import ChatOpenAI
 
     from langchain_turntrim._counting import resolve_counter
-    from langchain_turntrim._counting.whole_list import WholeListCounter
+    from langchain_turntrim._sizing import model_counter
 
     model = ChatOpenAI(model="deepseek-chat", base_url="http://localhost:9", api_key=SecretStr("k"))
-    counter = resolve_counter(model)
-    assert isinstance(counter, WholeListCounter)
-    assert "get_num_tokens_from_messages" in repr(counter)
+    for build in (
+        lambda: TurnTrimmer(max_tokens=100, token_counter=model),
+        lambda: trim_turns([], max_tokens=100, token_counter=model),
+        lambda: TurnTrimMiddleware(max_tokens=100, token_counter=model),
+    ):
+        with pytest.raises(ValueError, match="deepseek-chat") as info:
+            build()
+        assert "CalibratedCounter()" in str(info.value)
+    assert isinstance(model_counter(model), CalibratedCounter)  # what for_model chooses
     known = resolve_counter(ChatOpenAI(model="gpt-4", api_key=SecretStr("sk-test")))
     assert isinstance(known, CachedCounter)
     assert known.counter == TiktokenCounter("gpt-4")
+
+
+def test_a_model_left_with_langchains_default_counting_is_refused() -> None:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    model = GenericFakeChatModel(messages=iter([]))
+    with pytest.raises(ValueError, match="needs the transformers package"):
+        TurnTrimmer(max_tokens=100, token_counter=model)
+    counted = GenericFakeChatModel(
+        messages=iter([]), custom_get_token_ids=lambda t: [len(w) for w in t.split()]
+    )
+    assert TurnTrimmer(max_tokens=100, token_counter=counted).trim([HumanMessage("a b")])
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import sys
 from collections.abc import Callable, Sequence
@@ -109,6 +110,7 @@ def _expand(token_counter: object, cache_size: int) -> object:
         exact = local_counter_for_model(token_counter)
         if exact is not None:
             return exact
+        check_model_counts(token_counter)
         return WholeListCounter(
             token_counter.get_num_tokens_from_messages,
             cache_size,
@@ -120,6 +122,58 @@ def _expand(token_counter: object, cache_size: int) -> object:
             return per_message(token_counter)
         return WholeListCounter(token_counter, cache_size)
     return token_counter
+
+
+def check_model_counts(model: object) -> None:
+    """Refuse a chat model that cannot count its messages, now rather than at
+    the first trim, saying what to use instead.
+
+    Two cases are known without calling a provider: an OpenAI-compatible
+    model langchain-openai does not count (``ChatOpenAI(model="deepseek-chat",
+    base_url=...)``: its ``get_num_tokens_from_messages`` raises
+    ``NotImplementedError`` for names outside OpenAI's families; checked with
+    an empty list, counted locally), and a model left with LangChain's default
+    counting (GPT-2 tokens through the ``transformers`` package) without that
+    package installed.
+    """
+    name = type(model).__name__
+    reason = None
+    if type(model).__module__.startswith("langchain_openai"):
+        try:
+            model.get_num_tokens_from_messages([])  # type: ignore[attr-defined]
+        except NotImplementedError:
+            label = getattr(model, "model_name", None)
+            reason = f"langchain-openai does not implement counting for model {label!r}"
+    elif (
+        _default_counting(model)
+        and getattr(model, "custom_get_token_ids", None) is None
+        and importlib.util.find_spec("transformers") is None
+    ):
+        reason = (
+            "it has no token counting of its own, and LangChain's default "
+            "(GPT-2 tokens) needs the transformers package"
+        )
+    if reason is None:
+        return
+    msg = (
+        f"token_counter={name}(...) cannot count tokens: {reason}. Use "
+        "token_counter=CalibratedCounter() (it learns the provider's count from "
+        "the usage each call reports; for_model(model) chooses it for such a "
+        "model), token_counter='approximate', or, if the server tokenizes like "
+        "OpenAI, TiktokenCounter(encoding='o200k_base')"
+    )
+    raise ValueError(msg)
+
+
+def _default_counting(model: object) -> bool:
+    from langchain_core.language_models import BaseLanguageModel  # noqa: PLC0415
+
+    method = getattr(type(model), "get_num_tokens_from_messages", None)
+    return (
+        method is BaseLanguageModel.get_num_tokens_from_messages
+        and (getattr(type(model), "get_num_tokens", None) is BaseLanguageModel.get_num_tokens)
+        and getattr(type(model), "get_token_ids", None) is BaseLanguageModel.get_token_ids
+    )
 
 
 def _first_parameter_is_message(function: Callable[..., Any]) -> bool:
