@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Final
 
 from benchmarks import (
+    cache_cost,
     calibration,
     long_turns,
     memory,
@@ -42,12 +43,13 @@ SCENARIOS: Final[dict[str, tuple[Scenario, bool]]] = {
     "cache": (memory.cache, True),
     "long-turns": (long_turns.long_turns, False),
     "stable-prefix": (stable_prefix.stable_prefix, False),
+    "cache-cost": (cache_cost.cache_cost, False),
     "calibration": (calibration.calibration, False),
     "import": (startup.import_, False),
     "cli": (startup.cli, True),
 }
 #: Scenarios measuring quality, not speed, on their own recorded data (whatever the input).
-QUALITY: Final = ("long-turns", "stable-prefix", "calibration")
+QUALITY: Final = ("long-turns", "stable-prefix", "cache-cost", "calibration")
 TIMING: Final = tuple(name for name in SCENARIOS if name not in QUALITY)
 MIN_REPEATS: Final = 5
 DEFAULT_REPEATS: Final = 7

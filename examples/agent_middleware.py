@@ -11,9 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langchain_turntrim import TurnTrimMiddleware
 
 
-class FakeToolModel(BaseChatModel):
-    """Calls `weather` for each question, then answers with its result."""
-
+class FakeToolModel(BaseChatModel):  # calls `weather` for each question, then answers
     @property
     def _llm_type(self):
         return "fake-tool-model"
@@ -38,8 +36,9 @@ def weather(city: str) -> str:
 
 
 class ShowTrims(BaseCallbackHandler):
-    def on_custom_event(self, name, data, **kwargs):  # the middleware's "turntrim" event
-        d = data
+    def on_custom_event(self, name, d, **kwargs):  # "turntrim_cache" follows each call
+        if name != "turntrim":
+            return
         print(f"  model call: dropped {d['dropped_turns']} of {d['turns']} turns, kept", end=" ")
         print(f"{d['messages_after']}/{d['messages_before']} messages, {d['tokens_after']} tokens")
 

@@ -14,18 +14,30 @@ The layers, each depending only on those above it:
   (``for_model``), ``_errors`` and ``_tracing``;
 * what is sent: ``_calls`` (calls without their results left out),
   ``_overflow`` and ``_recovery`` (a provider's context-overflow error: trim
-  tighter and call again).
+  tighter and call again);
+* what the prompt cache costs: ``_core.depth`` (``trim_to="auto"``'s cut,
+  priced), ``_cache_rules`` (the providers' cache rules, as data) and
+  ``_cache_timing`` (the middlewares' per-thread clock and cache figures).
 """
 
 import importlib
 import importlib.util
 from typing import TYPE_CHECKING, Any
 
+from langchain_turntrim._cache_rules import (
+    CACHE_RULES,
+    CACHE_RULES_DATE,
+    DEFAULT_CACHE_PRICE,
+    CacheRule,
+    cache_price_for,
+)
 from langchain_turntrim._core import TrimPlan, plan_trim, trim_history
+from langchain_turntrim._core.depth import CachePrice
 from langchain_turntrim._options import Mode, OnOverflow, TrimOptions
 from langchain_turntrim._report import TrimReport
 
 if TYPE_CHECKING:
+    from langchain_turntrim._cache_timing import CacheTotals as CacheTotals
     from langchain_turntrim._counting import ApproximateCounter as ApproximateCounter
     from langchain_turntrim._counting import CalibratedCounter as CalibratedCounter
     from langchain_turntrim._counting import TokenCounter as TokenCounter
@@ -51,6 +63,7 @@ __version__ = "0.1.0.dev0"
 # `turntrim` command trims a plain transcript with none but tiktoken), and the
 # middleware needs an optional extra.
 _LAZY = {
+    "CacheTotals": "langchain_turntrim._cache_timing",
     "ApproximateCounter": "langchain_turntrim._counting",
     "CalibratedCounter": "langchain_turntrim._counting",
     "TokenCounter": "langchain_turntrim._counting",
@@ -69,7 +82,13 @@ _LAZY = {
 }
 
 __all__ = [
+    "CACHE_RULES",
+    "CACHE_RULES_DATE",
+    "DEFAULT_CACHE_PRICE",
     "ApproximateCounter",
+    "CachePrice",
+    "CacheRule",
+    "CacheTotals",
     "CalibratedCounter",
     "EncodingUnavailableError",
     "Mode",
@@ -83,6 +102,7 @@ __all__ = [
     "TurnTrimOverflowError",
     "TurnTrimmer",
     "__version__",
+    "cache_price_for",
     "per_list",
     "per_message",
     "plan_trim",

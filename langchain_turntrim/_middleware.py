@@ -5,7 +5,8 @@ Needs LangChain v1: ``pip install 'langchain-turntrim[agents]'``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -16,6 +17,7 @@ try:
         ModelRequest,
         ModelResponse,
     )
+    from langgraph.config import get_config
     from langgraph.runtime import Runtime
 except ImportError as error:
     _msg = (
@@ -27,18 +29,22 @@ except ImportError as error:
 from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage
 from langchain_core.runnables.config import run_in_executor
 
+from langchain_turntrim._cache_rules import request_ttl
+from langchain_turntrim._cache_timing import CacheClock, CacheFigures, CacheTotals
+from langchain_turntrim._core.depth import CachePrice
 from langchain_turntrim._counting import CalibratedCounter
 from langchain_turntrim._counting.calibrated import reported_input_tokens
 from langchain_turntrim._counting.lru import LRU
 from langchain_turntrim._langgraph import removals
 from langchain_turntrim._messages import message_kinds
-from langchain_turntrim._options import AGENT_ON_OVERFLOW, Mode, TrimOptions
+from langchain_turntrim._options import AGENT_ON_OVERFLOW, AUTO, Mode, TrimOptions
 from langchain_turntrim._overflow import DEFAULT_OVERFLOW_RETRIES
+from langchain_turntrim._pipeline import CacheCall
 from langchain_turntrim._recovery import Recovering, Retrying, check_retries
 from langchain_turntrim._report import TrimReport
 from langchain_turntrim._safe_repr import safe_repr
 from langchain_turntrim._sizing import model_budget, model_counter, sized_options
-from langchain_turntrim._tracing import areport_trim, report_trim
+from langchain_turntrim._tracing import areport_cache, areport_trim, report_cache, report_trim
 from langchain_turntrim._trimmer import TurnTrimmer
 
 __all__ = ["TurnTrimMiddleware", "TurnTrimStateMiddleware"]
@@ -107,12 +113,24 @@ class TurnTrimMiddleware(_Base):
         max_tokens: int,
         *,
         overflow_retries: int = DEFAULT_OVERFLOW_RETRIES,
+        time_to_cache: bool = True,
+        clock: Callable[[], float] = time.monotonic,
         **options: Unpack[TrimKeywords],
     ) -> None:
         super().__init__()
         keywords: dict[str, Any] = {"on_overflow": AGENT_ON_OVERFLOW, **options}
         checked = TrimOptions.of(type(self).__name__, max_tokens, keywords)
         self._overflow_retries = check_retries(overflow_retries, type(self).__name__)
+        if not isinstance(time_to_cache, bool):
+            msg = f"time_to_cache must be a bool, got {type(time_to_cache).__name__}"
+            raise TypeError(msg)
+        if not callable(clock):
+            msg = f"clock must be a function returning seconds, got {type(clock).__name__}"
+            raise TypeError(msg)
+        self._timed = time_to_cache and checked.trim_to == AUTO
+        self._clock = CacheClock(clock)
+        #: (id(model), ttl) -> (model, its cache rules).
+        self._prices: dict[tuple[int, str | None], tuple[object, CachePrice]] = {}
         self._trimmer = TurnTrimmer.from_options(checked)
         self._sizing: _Sizing | None = None
         #: id(trimmer) -> (trimmer, what its calls learned from overflows).
@@ -125,6 +143,8 @@ class TurnTrimMiddleware(_Base):
         *,
         reserve_tokens: int | None = None,
         overflow_retries: int = DEFAULT_OVERFLOW_RETRIES,
+        time_to_cache: bool = True,
+        clock: Callable[[], float] = time.monotonic,
         **options: Unpack[TrimKeywords],
     ) -> Self:
         """A middleware sized for ``chat_model``, like ``TurnTrimmer.for_model``.
@@ -144,7 +164,13 @@ class TurnTrimMiddleware(_Base):
         options.setdefault("on_overflow", AGENT_ON_OVERFLOW)
         sized = sized_options(chat_model, reserve_tokens, **options)
         keywords = sized.keywords()
-        middleware = cls(keywords.pop("max_tokens"), overflow_retries=overflow_retries, **keywords)
+        middleware = cls(
+            keywords.pop("max_tokens"),
+            overflow_retries=overflow_retries,
+            time_to_cache=time_to_cache,
+            clock=clock,
+            **keywords,
+        )
         middleware._sizing = _Sizing(chat_model, reserve_tokens)
         return middleware
 
@@ -162,6 +188,12 @@ class TurnTrimMiddleware(_Base):
         """How many times a model call is retried, trimmed tighter, after the
         provider answered that the context is too long."""
         return self._overflow_retries
+
+    def cache_totals(self, thread_id: Hashable = None) -> CacheTotals:
+        """The running totals of what the prompt cache did for thread
+        ``thread_id`` (the run's ``configurable["thread_id"]``; None: calls
+        made without one), for the 1,024 most recent threads."""
+        return self._clock.totals(thread_id)
 
     def __repr__(self) -> str:
         t = self._trimmer
@@ -183,7 +215,32 @@ class TurnTrimMiddleware(_Base):
         ``"compact"``: when not even its skeleton does).
         """
         trimmer = self.trimmer_for(getattr(request, "model", None))
-        return self._trim(request, trimmer)
+        return self._trim(request, trimmer, self._call(request))
+
+    def _call(self, request: ModelRequest[Any]) -> _Call:
+        """This model call's cache context: its thread and the cache's rules."""
+        model = getattr(request, "model", None)
+        ttl = request_ttl(getattr(request, "model_settings", None))
+        key = (id(model), ttl)
+        found = self._prices.get(key)
+        if found is None or found[0] is not model:
+            if len(self._prices) >= _Sizing.MODELS * 2:
+                self._prices.clear()
+            found = (model, self._trimmer.options.price_for(model, ttl))
+            self._prices[key] = found
+        return _Call(self._clock.thread(_thread_id()), found[1])
+
+    def _observe(self, call: _Call, report: TrimReport[Any], response: Any) -> CacheFigures:
+        """After a model call: what its cache did, added to the thread's totals."""
+        result = getattr(response, "result", None)
+        return self._clock.observe(
+            call.thread,
+            CacheCall(call.price),
+            report,
+            call.planned,
+            result if isinstance(result, list) else (),
+            cold=call.cold,
+        )
 
     def trimmer_for(self, model: object) -> TurnTrimmer:
         """The trimmer a call of ``model`` is sized with: ``trimmer``, unless
@@ -203,13 +260,17 @@ class TurnTrimMiddleware(_Base):
         return Retrying(entry[1], self._overflow_retries)
 
     def _trim(
-        self, request: ModelRequest[Any], trimmer: TurnTrimmer
+        self, request: ModelRequest[Any], trimmer: TurnTrimmer, call: _Call | None = None
     ) -> tuple[ModelRequest[Any], TrimReport[Any]]:
         system = _system_message(request)
         messages: list[BaseMessage] = list(request.messages)
         planned = messages if system is None else [system, *messages]
+        cache = None
+        if call is not None:
+            call.planned = planned
+            cache, call.cold = self._clock.call(call.thread, call.price, planned, timed=self._timed)
         try:
-            report = trimmer.decide(planned, tools=request.tools)
+            report = trimmer.decide(planned, tools=request.tools, cache=cache)
         except (TypeError, ValueError):
             _check_kinds(messages)
             raise
@@ -229,8 +290,9 @@ class TurnTrimMiddleware(_Base):
         after a context-overflow error, trim tighter and call again (at most
         ``overflow_retries`` times)."""
         attempt = self._attempts(request)
+        call = self._call(request)
         while True:
-            trimmed, report = attempt.decide(partial(self._trim, request))
+            trimmed, report = attempt.decide(partial(self._trim, request, call=call))
             report_trim(report, extra=_request_extra(request, report, attempt))
             try:
                 response = handler(trimmed)
@@ -239,6 +301,7 @@ class TurnTrimMiddleware(_Base):
                     continue
                 raise
             _calibrate(attempt.trimmer, trimmed, response)
+            report_cache(self._observe(call, report, response).summary())
             return response
 
     async def awrap_model_call(
@@ -248,8 +311,9 @@ class TurnTrimMiddleware(_Base):
     ) -> ModelResponse[Any]:
         """``wrap_model_call`` for async agents (a model's counter runs in a thread)."""
         attempt = self._attempts(request)
+        call = self._call(request)
         while True:
-            trim = partial(self._trim, request)
+            trim = partial(self._trim, request, call=call)
             if attempt.trimmer.planner.blocking:
                 trimmed, report = await run_in_executor(None, attempt.decide, trim)
             else:
@@ -262,6 +326,7 @@ class TurnTrimMiddleware(_Base):
                     continue
                 raise
             _calibrate(attempt.trimmer, trimmed, response)
+            await areport_cache(self._observe(call, report, response).summary())
             return response
 
 
@@ -332,6 +397,28 @@ class TurnTrimStateMiddleware(TurnTrimMiddleware):
         return update
 
 
+class _Call:
+    """One model call's cache context (its attempts share it)."""
+
+    __slots__ = ("cold", "planned", "price", "thread")
+
+    def __init__(self, thread: Any, price: CachePrice) -> None:
+        self.thread = thread
+        self.price = price
+        self.cold = True
+        self.planned: Sequence[BaseMessage] = ()
+
+
+def _thread_id() -> Hashable:
+    """The ``thread_id`` of the agent run this executes in (None outside one)."""
+    try:
+        config = get_config()
+    except RuntimeError:  # not inside a runnable context
+        return None
+    configurable = config.get("configurable") or {}
+    return configurable.get("thread_id")
+
+
 def _check_kinds(messages: list[BaseMessage]) -> None:
     """Raise a message kind's error naming its index in ``request.messages``
     (the plan's list has the system message first)."""
@@ -379,11 +466,7 @@ class _Sizing:
             budget = model_budget(model, self.reserve_tokens)
         except ValueError:  # no profile (or a window smaller than the reserve)
             budget = home.max_tokens
-        options = home.replace(
-            max_tokens=budget,
-            token_counter=model_counter(model),
-            trim_to=min(home.trim_to, budget) if home.trim_to is not None else None,
-        )
+        options = home.with_budget(budget, token_counter=model_counter(model))
         trimmer = TurnTrimmer.from_options(options)
         entry = self._trimmers.get(id(model))
         if entry is None or entry[0] is not model:  # else another thread was first

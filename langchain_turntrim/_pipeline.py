@@ -6,6 +6,8 @@
 ``turntrim`` command are adapters of ``decide``:
 
 1. the planner (chosen by what the counter can do) plans the spec's trim;
+   under ``trim_to="auto"``, the greedy plan prices the cut (``_core.depth``:
+   its growth per call, the cache's rules) and the planner plans that cut;
 2. the overflow rule: when not even the newest turn fits beside the pinned
    messages, ``on_overflow`` keeps only them (``"drop"``), raises
    (``"raise"``: ``_errors.overflow_error`` is the one error builder) or has
@@ -21,16 +23,17 @@ command plans a plain transcript without it).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from langchain_turntrim._core import TrimPlan
-from langchain_turntrim._options import TrimOptions
-from langchain_turntrim._report import TrimReport
+from langchain_turntrim._core.depth import CachePrice, Cut, auto_cut
+from langchain_turntrim._options import AUTO, TrimOptions
+from langchain_turntrim._report import Depth, TrimReport
 
 if TYPE_CHECKING:
     from langchain_turntrim._compaction.ladder import Compaction
 
-__all__ = ["Planner", "decide"]
+__all__ = ["CacheCall", "Planner", "decide"]
 
 _T_contra = TypeVar("_T_contra", contravariant=True)
 _T = TypeVar("_T")
@@ -51,7 +54,7 @@ class Planner(Protocol[_T_contra]):
         max_tokens: int,
         *,
         tools: Sequence[Any] = (),
-        trim_to: int | None = None,
+        trim_to: int | Cut | None = None,
         pinned_alone: bool = True,
     ) -> TrimPlan:
         """The spec's plan of ``messages`` (of turn kinds ``kinds``, when
@@ -83,6 +86,17 @@ class Planner(Protocol[_T_contra]):
         ...
 
 
+class CacheCall(NamedTuple):
+    """What a model call knows of its prompt cache (``trim_to="auto"``): the
+    rules it is priced by; ``cold``: the cache has expired, so a cut now
+    costs nothing extra; ``floor``: the index of the message the previous
+    call's cut kept first (0: none), which a warm call does not cut before."""
+
+    price: CachePrice
+    cold: bool = False
+    floor: int = 0
+
+
 def decide(
     messages: Sequence[_T],
     options: TrimOptions,
@@ -91,18 +105,24 @@ def decide(
     tools: Sequence[Any] = (),
     kinds: Sequence[int] | None = None,
     sent: bool = True,
+    cache: CacheCall | None = None,
 ) -> TrimReport[_T]:
     """Plan ``messages`` with ``options``, apply the overflow rule, compact if
     it says so; ``sent``: the kept messages are a request, so calls without
-    their results are left out of it (a provider refuses them)."""
-    plan = planner.plan(
-        messages,
-        kinds,
-        options.max_tokens,
-        tools=tools,
-        trim_to=options.trim_to,
-        pinned_alone=options.on_overflow == "drop",
-    )
+    their results are left out of it (a provider refuses them). ``cache``:
+    what the call knows of its cache (default: ``options``' rules, warm)."""
+    depth = None
+    if options.trim_to == AUTO:
+        plan, depth = _auto(messages, options, planner, tools, kinds, cache)
+    else:
+        plan = planner.plan(
+            messages,
+            kinds,
+            options.max_tokens,
+            tools=tools,
+            trim_to=options.trim_to,
+            pinned_alone=options.on_overflow == "drop",
+        )
     compaction = None
     if plan.overflowed:
         if options.on_overflow == "raise":
@@ -114,7 +134,48 @@ def decide(
             compaction = planner.compact(
                 messages, plan, keep_tool_results=options.keep_tool_results, tools=tools
             )
-    report = TrimReport(messages, plan, compaction, planner.tool_tokens(tools) if tools else 0)
+    report = TrimReport(
+        messages, plan, compaction, planner.tool_tokens(tools) if tools else 0, depth
+    )
     if sent and plan.unanswered:
         return planner.answered(report, tools)
     return report
+
+
+def _auto(
+    messages: Sequence[_T],
+    options: TrimOptions,
+    planner: Planner[_T],
+    tools: Sequence[Any],
+    kinds: Sequence[int] | None,
+    cache: CacheCall | None,
+) -> tuple[TrimPlan, Depth]:
+    """``trim_to="auto"``: the greedy plan, then the cut its figures price."""
+    if cache is None:
+        cache = CacheCall(options.price_for())
+    pinned_alone = options.on_overflow == "drop"
+    greedy = planner.plan(
+        messages, kinds, options.max_tokens, tools=tools, pinned_alone=pinned_alone
+    )
+    cut = None
+    if not greedy.overflowed:
+        cut = auto_cut(
+            options.max_tokens,
+            greedy.system_tokens + greedy.overhead_tokens,
+            greedy.growth,
+            cache.price,
+            options.context_value,
+            cold=cache.cold,
+            floor=cache.floor,
+        )
+    plan = greedy
+    if cut is not None and (greedy.dropped_turns or cache.cold or cache.floor):
+        plan = planner.plan(
+            messages,
+            kinds,
+            options.max_tokens,
+            tools=tools,
+            trim_to=cut,
+            pinned_alone=pinned_alone,
+        )
+    return plan, Depth(None if cut is None else cut.level, cache.price, cache.cold, greedy)

@@ -76,14 +76,7 @@ class Recovering:
         with self._lock:
             found = self._trimmers.get(budget)
             if found is None:
-                options = home.options
-                trim_to = options.trim_to
-                found = TurnTrimmer.from_options(
-                    options.replace(
-                        max_tokens=budget,
-                        trim_to=None if trim_to is None else min(trim_to, budget),
-                    )
-                )
+                found = TurnTrimmer.from_options(home.options.with_budget(budget))
                 self._trimmers.put_many(((budget, found),))
         return found
 

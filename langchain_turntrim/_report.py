@@ -8,16 +8,38 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, cast
 
 from langchain_turntrim._core import TrimPlan
+from langchain_turntrim._core.depth import CachePrice
 
 if TYPE_CHECKING:
     from langchain_turntrim._compaction.ladder import Compaction
 
-__all__ = ["TrimReport"]
+__all__ = ["Depth", "TrimReport"]
 
 _T = TypeVar("_T")
+
+
+class Depth(NamedTuple):
+    """How ``trim_to="auto"`` chose its cut: the level (None: the greedy trim),
+    the cache rules it was priced by, whether the cache was cold, and the
+    greedy plan it was measured against."""
+
+    level: int | None
+    price: CachePrice
+    cold: bool
+    greedy: TrimPlan
+
+    def figures(self) -> dict[str, Any]:
+        """The summary's ``auto`` entry, JSON-ready."""
+        return {
+            "trim_to": self.level,
+            "cache_rule": self.price.name,
+            "cold": self.cold,
+            "growth_per_call": round(self.greedy.growth, 1),
+            "greedy_tokens_after": self.greedy.tokens_after,
+        }
 
 
 class TrimReport(Generic[_T]):
@@ -42,6 +64,7 @@ class TrimReport(Generic[_T]):
         "_tokens_after",
         "answers",
         "compaction",
+        "depth",
         "plan",
         "tool_tokens",
     )
@@ -52,9 +75,12 @@ class TrimReport(Generic[_T]):
         plan: TrimPlan,
         compaction: Compaction | None = None,
         tool_tokens: int | None = 0,
+        depth: Depth | None = None,
     ) -> None:
         self._messages = messages
         self.plan = plan
+        #: How ``trim_to="auto"`` chose the cut (None for a fixed ``trim_to``).
+        self.depth = depth
         self.compaction = compaction
         #: The tools' price, part of ``overhead_tokens`` (None when the
         #: counter prices them inside each whole-list count).
@@ -71,7 +97,7 @@ class TrimReport(Generic[_T]):
         """This report with kept messages replaced (or left out) by ``answers``,
         and ``tokens_after`` the count of what is then sent."""
         report: TrimReport[_T] = TrimReport(
-            self._messages, self.plan, self.compaction, self.tool_tokens
+            self._messages, self.plan, self.compaction, self.tool_tokens, self.depth
         )
         report.answers = answers
         report.set_tokens_after(tokens_after)
@@ -242,6 +268,8 @@ class TrimReport(Generic[_T]):
             summary.update(compaction.figures())
         if self.answers:
             summary["unanswered_calls"] = self.unanswered_calls
+        if self.depth is not None:
+            summary["auto"] = self.depth.figures()
         return summary
 
 

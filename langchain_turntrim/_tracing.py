@@ -48,11 +48,14 @@ from langchain_core.runnables.config import (
 from langchain_turntrim._report import TrimReport
 
 __all__ = [
+    "CACHE_EVENT_NAME",
     "EVENT_NAME",
     "METADATA_KEY",
     "SUMMARY_KEYS",
+    "areport_cache",
     "areport_trim",
     "observed",
+    "report_cache",
     "report_trim",
     "trim_summary",
 ]
@@ -63,6 +66,9 @@ logger = logging.getLogger("langchain_turntrim")
 EVENT_NAME: Final = "turntrim"
 #: The run metadata key every trim sets.
 METADATA_KEY: Final = "turntrim"
+#: The custom event (and run metadata key) of what a model call's prompt
+#: cache did, after the call (the agent middlewares).
+CACHE_EVENT_NAME: Final = "turntrim_cache"
 #: The keys every summary has; a middleware adds its own (``mode``, ...).
 SUMMARY_KEYS: Final = (
     "max_tokens",
@@ -107,7 +113,10 @@ def _log(summary: Mapping[str, Any]) -> None:
 
 
 def _attach(
-    handlers: Sequence[BaseCallbackHandler], run_ids: Sequence[UUID], summary: dict[str, Any]
+    handlers: Sequence[BaseCallbackHandler],
+    run_ids: Sequence[UUID],
+    summary: dict[str, Any],
+    key: str = METADATA_KEY,
 ) -> None:
     """Set the summary in the metadata of the run each tracer has, the first of ``run_ids``.
 
@@ -124,7 +133,7 @@ def _attach(
         if isinstance(extra, dict):
             metadata = extra.get("metadata")
             merged = dict(metadata) if isinstance(metadata, Mapping) else {}
-            merged[METADATA_KEY] = dict(summary)
+            merged[key] = dict(summary)
             extra["metadata"] = merged
 
 
@@ -217,3 +226,39 @@ async def areport_trim(
     if summary is not None and config is not None:
         await adispatch_custom_event(EVENT_NAME, summary, config=config)
     return summary
+
+
+def _cache_run(figures: dict[str, Any]) -> tuple[RunnableConfig, CallbackManager] | None:
+    """Log a call's cache figures, set them on the run it executes in; the
+    event's config and manager, or None when no handler would receive it."""
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("prompt cache: %s", ", ".join(f"{k}={v}" for k, v in figures.items()))
+    current = var_child_runnable_config.get() or {}
+    own = current.get("callbacks")
+    if not isinstance(own, BaseCallbackManager) or own.parent_run_id is None:
+        return None
+    if not observed(own):
+        return None
+    config = ensure_config()
+    manager = get_callback_manager_for_config(config)
+    run_ids = [own.parent_run_id]
+    if manager.parent_run_id is not None and manager.parent_run_id != own.parent_run_id:
+        run_ids.insert(0, manager.parent_run_id)
+    _attach(manager.handlers, run_ids, figures, CACHE_EVENT_NAME)
+    return config, manager
+
+
+def report_cache(figures: dict[str, Any]) -> None:
+    """Record what a model call's prompt cache did: a DEBUG line, the run's
+    metadata (``"turntrim_cache"``) and a ``"turntrim_cache"`` custom event."""
+    found = _cache_run(figures)
+    if found is not None:
+        manager = found[1]
+        manager.on_custom_event(CACHE_EVENT_NAME, figures, run_id=manager.parent_run_id)
+
+
+async def areport_cache(figures: dict[str, Any]) -> None:
+    """``report_cache`` for async code: the custom event is awaited."""
+    found = _cache_run(figures)
+    if found is not None:
+        await adispatch_custom_event(CACHE_EVENT_NAME, figures, config=found[0])

@@ -19,6 +19,8 @@ from langchain_turntrim._messages import TrimInput, to_messages
 from langchain_turntrim._options import (
     DEFAULT_CACHE_SIZE,
     DEFAULT_KEEP_TOOL_RESULTS,
+    Auto,
+    CachePricing,
     OnOverflow,
     TrimOptions,
 )
@@ -67,9 +69,18 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
             growing history keep, so their prompt prefix (and a provider's
             prompt cache) stays the same until the budget forces the next cut.
             ``None`` (default): just under ``max_tokens``, the spec. Must not
-            exceed ``max_tokens`` (a per-call ``max_tokens`` too).
+            exceed ``max_tokens`` (a per-call ``max_tokens`` too). ``"auto"``:
+            the level with the lowest expected cost per call, input plus
+            context given up, by the prompt cache's rules (``cache_price``)
+            and how fast the history grows per call (its recent calls).
         cache_size: How many per-message counts to keep (LRU), and the
             longest history remembered between calls; 0 disables both.
+        cache_price: The cache rules ``"auto"`` prices with: a
+            ``CachePrice``, a sequence of ``CacheRule`` rows, or None
+            (``DEFAULT_CACHE_PRICE``: a trimmer does not know the model; the
+            middleware matches ``CACHE_RULES`` from the model it calls).
+        context_value: What a token of context given up is worth to
+            ``"auto"``, in base input prices (default 1.0).
 
     The options are checked here (``TrimOptions``), not at the first call,
     and cannot be changed afterwards (an assignment raises ``AttributeError``):
@@ -82,8 +93,10 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
     token_counter: Any = "approximate"
     on_overflow: OnOverflow = "drop"
     keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS
-    trim_to: int | None = None
+    trim_to: int | Auto | None = None
     cache_size: int = DEFAULT_CACHE_SIZE
+    cache_price: CachePricing = None
+    context_value: float = 1.0
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     #: Each instance's checked options, set in ``__init__`` (see there).
@@ -177,12 +190,19 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         return self.decide(to_messages(messages), tools=tools)
 
     def decide(
-        self, messages: Sequence[BaseMessage], *, tools: Sequence[Any] = ()
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        tools: Sequence[Any] = (),
+        cache: _pipeline.CacheCall | None = None,
     ) -> TrimReport[BaseMessage]:
         """``report`` of ``BaseMessage`` objects, taken as they are (no
         conversion: an agent's state or request holds nothing else, and
-        anything else is an error naming its index)."""
-        return _pipeline.decide(messages, self._options, self.token_counter, tools=tools)
+        anything else is an error naming its index). ``cache``: what the call
+        knows of its prompt cache (``trim_to="auto"``)."""
+        return _pipeline.decide(
+            messages, self._options, self.token_counter, tools=tools, cache=cache
+        )
 
     def plan(self, messages: TrimInput) -> TrimPlan:
         """The spec's plan behind ``report(messages)``: which whole turns fit."""
@@ -275,7 +295,16 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
 
 #: The fields checked at construction, which therefore never change.
 _CONFIGURATION = frozenset(
-    ("max_tokens", "token_counter", "on_overflow", "keep_tool_results", "trim_to", "cache_size")
+    (
+        "max_tokens",
+        "token_counter",
+        "on_overflow",
+        "keep_tool_results",
+        "trim_to",
+        "cache_size",
+        "cache_price",
+        "context_value",
+    )
 )
 
 

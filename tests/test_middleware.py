@@ -49,6 +49,7 @@ from langchain_turntrim._core import plan_trim
 from langchain_turntrim._counting import AdditiveCounter, CachedCounter, resolve_counter
 from langchain_turntrim._middleware import TurnTrimMiddleware, TurnTrimStateMiddleware
 from langchain_turntrim._tracing import (
+    CACHE_EVENT_NAME,
     EVENT_NAME,
     METADATA_KEY,
     areport_trim,
@@ -590,9 +591,11 @@ def test_middleware_trims_show_in_the_trace_and_as_events(mode: str, run):
     for i in range(8):
         run(agent, {"messages": [question(i)]}, config)
 
-    requests = [data for name, data, _ in recorder.events if data["mode"] == "request"]
-    assert {name for name, _, _ in recorder.events} == {"turntrim"}
-    assert len(requests) == len(model.calls) == 16
+    trims = [(name, data, rid) for name, data, rid in recorder.events if name == "turntrim"]
+    requests = [data for _, data, _ in trims if data["mode"] == "request"]
+    caches = [(data, rid) for name, data, rid in recorder.events if name == CACHE_EVENT_NAME]
+    assert {name for name, _, _ in recorder.events} == {"turntrim", CACHE_EVENT_NAME}
+    assert len(requests) == len(caches) == len(model.calls) == 16
     for data, messages in zip(requests, model.calls, strict=True):
         assert data.keys() >= SUMMARY_KEYS
         # The numbers are the model input's, as LangChain counts it.
@@ -605,8 +608,13 @@ def test_middleware_trims_show_in_the_trace_and_as_events(mode: str, run):
     traced = [r for r in runs if "turntrim" in r.metadata]
     model_runs = [r for r in traced if r.name == "model"]
     assert [r.metadata["turntrim"] for r in model_runs] == requests
-    events_by_run = {rid: data for _, data, rid in recorder.events}
+    events_by_run = {rid: data for _, data, rid in trims}
     assert all(events_by_run[r.id] == r.metadata["turntrim"] for r in traced)
+    # What each call's cache did, after it, on the same model run.
+    assert [r.metadata[CACHE_EVENT_NAME] for r in model_runs] == [data for data, _ in caches]
+    assert [rid for _, rid in caches] == [r.id for r in model_runs]
+    assert caches[0][0]["cold"] is True
+    assert not any(data["cold"] for data, _ in caches[1:])  # calls within the TTL
     if mode == "state":
         hook_runs = [r for r in traced if r.name == "TurnTrimStateMiddleware.before_model"]
         assert len(hook_runs) == 16
@@ -624,7 +632,8 @@ def test_middleware_trims_stream_as_custom_events():
         return [e async for e in agent.astream_events(inputs, version="v2")]
 
     events = [e for e in asyncio.run(collect()) if e["event"] == "on_custom_event"]
-    assert [e["name"] for e in events] == ["turntrim", "turntrim"]  # one per model call
+    # One trim before each model call, and what its cache did after it.
+    assert [e["name"] for e in events] == ["turntrim", CACHE_EVENT_NAME] * 2
     assert events[0]["data"]["dropped_turns"] > 0
     assert events[0]["metadata"]["langgraph_node"] == "model"
 
@@ -652,9 +661,10 @@ def test_middleware_builds_no_event_nobody_would_receive(
     assert dispatched == []
     recorder = Recorder()
     run(agent, inputs, {"callbacks": [recorder]})
-    per_call = 2 if mode == "state" else 1  # the state hook reports its deletions too
-    assert [name for name, _, _ in recorder.events] == ["turntrim"] * 2 * per_call
-    assert dispatched == ["turntrim"] * 2 * per_call
+    # The state hook reports its deletions too; after each call, its cache figures.
+    per_call = ["turntrim"] * (2 if mode == "state" else 1) + [CACHE_EVENT_NAME]
+    assert [name for name, _, _ in recorder.events] == per_call * 2
+    assert dispatched == per_call * 2
 
 
 def test_middleware_trims_show_in_langsmith(monkeypatch: pytest.MonkeyPatch):

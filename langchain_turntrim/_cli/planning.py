@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_turntrim import _pipeline
 from langchain_turntrim._cli.transcript import InputError, Transcript
 from langchain_turntrim._core import ROLE_KINDS, TrimPlan, plan_costs, plan_trim
+from langchain_turntrim._core.depth import Cut
 from langchain_turntrim._counting.openai.chat import REPLY_PRIMING, PlainCounter
 from langchain_turntrim._options import DEFAULT_KEEP_TOOL_RESULTS, OnOverflow, TrimOptions
 from langchain_turntrim._pipeline import Planner
@@ -239,10 +240,11 @@ class _RecordsPlanner(_TranscriptPlanner):
         max_tokens: int,
         *,
         tools: Sequence[Any] = (),  # noqa: ARG002 - records have no tools
-        trim_to: int | None = None,
+        trim_to: int | Cut | None = None,
         pinned_alone: bool = True,  # noqa: ARG002 - every count is exact here
     ) -> TrimPlan:
-        return plan_trim(messages, max_tokens, trim_to=trim_to)
+        level = trim_to.level if isinstance(trim_to, Cut) else trim_to  # never a Cut here
+        return plan_trim(messages, max_tokens, trim_to=level)
 
     def compact(self, *args: Any, **kwargs: Any) -> Compaction:  # noqa: ARG002
         msg = "records have no content to compact"  # refused before planning
@@ -271,7 +273,7 @@ class _PlainPlanner(_TranscriptPlanner):
         max_tokens: int,
         *,
         tools: Sequence[Any] = (),  # noqa: ARG002 - a plain transcript has none
-        trim_to: int | None = None,
+        trim_to: int | Cut | None = None,
         pinned_alone: bool = True,  # noqa: ARG002 - every count is exact here
     ) -> TrimPlan:
         return plan_costs(self.kinds, self.costs, max_tokens, REPLY_PRIMING, trim_to)

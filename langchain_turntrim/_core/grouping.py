@@ -10,8 +10,10 @@ previous model call's), so that call's plan needs no grouping again.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Sequence
 
+from langchain_turntrim._core.depth import GROWTH_CALLS, Cut
 from langchain_turntrim._core.kinds import ANCHOR, PINNED, REPLY, START
 from langchain_turntrim._core.plan import Previous, TrimPlan, plan_turns
 
@@ -35,9 +37,11 @@ class Grouping:
         "orphan",
         "pinned",
         "previous",
+        "replies",
         "size",
         "starts",
         "system",
+        "total",
         "turn_costs",
     )
 
@@ -53,11 +57,16 @@ class Grouping:
         self.turn_costs: list[int] = []  # the closed turns'
         self.pinned: list[int] = []
         self.kinds: list[int] = []
+        self.total = 0  # every turn's tokens, the open one's included
+        #: The turns' tokens before each of the newest replies (what each of
+        #: those model calls was sent): how fast the history grows per call.
+        self.replies: deque[int] = deque(maxlen=GROWTH_CALLS)
 
     def extend(self, kinds: Sequence[int], costs: Sequence[int]) -> None:
         """Group ``len(kinds)`` more messages: one pass, O(len(kinds))."""
         system, orphan, current, previous = self.system, self.orphan, self.current, self.previous
         starts, turn_costs, pinned = self.starts, self.turn_costs, self.pinned
+        replies, total = self.replies, self.total
         for i, kind, cost in zip(
             range(self.size, self.size + len(kinds)), kinds, costs, strict=True
         ):
@@ -66,6 +75,7 @@ class Grouping:
                     turn_costs.append(current)
                 starts.append(i)
                 current = cost
+                total += cost
             elif kind == PINNED:
                 system += cost
                 pinned.append(i)
@@ -79,15 +89,30 @@ class Grouping:
             else:
                 if kind == REPLY:  # the history before it: what that model call was sent
                     previous = (len(starts), current, system)
+                    if starts:
+                        replies.append(total)
                 if starts:
                     current += cost
+                    total += cost
                 else:
                     orphan += cost
         self.kinds.extend(kinds)
         self.size += len(kinds)
         self.system, self.orphan, self.current, self.previous = system, orphan, current, previous
+        self.total = total
 
-    def plan(self, max_tokens: int, overhead: int = 0, trim_to: int | None = None) -> TrimPlan:
+    @property
+    def growth(self) -> float:
+        """Tokens added per model call over the newest ``GROWTH_CALLS`` calls
+        (every turn's tokens when no model call was made yet)."""
+        replies = self.replies
+        if not replies:
+            return float(self.total)
+        return (self.total - replies[0]) / len(replies)
+
+    def plan(
+        self, max_tokens: int, overhead: int = 0, trim_to: int | Cut | None = None
+    ) -> TrimPlan:
         """The plan of the messages grouped so far; O(turns), and nothing is changed."""
         turn_costs = [*self.turn_costs, self.current] if self.starts else []
         previous = self.previous
@@ -104,6 +129,7 @@ class Grouping:
             max_tokens,
             trim_to,
             previous,
+            self.growth,
         )
 
 
@@ -138,7 +164,7 @@ def plan_costs(
     costs: Sequence[int],
     max_tokens: int,
     overhead: int = 0,
-    trim_to: int | None = None,
+    trim_to: int | Cut | None = None,
 ) -> TrimPlan:
     """Plan a trim from each message's kind and cost (already validated).
 

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from langchain_turntrim._core.stable import stable_first
+from langchain_turntrim._core.depth import Cut, cold_keep
+from langchain_turntrim._core.stable import candidates, stable_first
 
 __all__ = ["Previous", "TrimPlan", "plan_turns"]
 
@@ -57,6 +58,8 @@ class TrimPlan:
         unanswered: The assistant messages whose tool calls have no result
             right after them, by index, with those calls' ids (a planner of
             messages finds them; plain records have none).
+        growth: How many tokens the history grew by per model call, over its
+            most recent calls (what ``trim_to="auto"`` prices a cut with).
     """
 
     size: int
@@ -75,6 +78,7 @@ class TrimPlan:
     start_moved: bool = False
     # What is sent, not the cut: two plans of the same cut are the same decision.
     unanswered: tuple[tuple[int, frozenset[str]], ...] = field(default=(), compare=False)
+    growth: float = field(default=0.0, compare=False)
 
     @property
     def budget_met(self) -> bool:
@@ -164,19 +168,34 @@ def plan_turns(
     overhead: int,
     orphan: int,
     max_tokens: int,
-    trim_to: int | None = None,
+    trim_to: int | Cut | None = None,
     previous: Previous | None = None,
+    growth: float = 0.0,
 ) -> TrimPlan:
     """The plan of turns costing ``turn_costs`` (starting at ``starts``) beside
     ``system`` pinned tokens (``overhead`` included) and ``orphan`` tokens
-    before the first turn; ``previous`` is the previous model call's history."""
+    before the first turn; ``previous`` is the previous model call's history.
+    ``trim_to`` is a level, or a ``Cut`` (a level that may cut now, or stay
+    at or after a floor)."""
     room = max_tokens - system
     n = len(turn_costs)
-    first, kept_cost = _first_kept(turn_costs, room, max_tokens, trim_to)
+    cut, level = (trim_to, trim_to.level) if isinstance(trim_to, Cut) else (None, trim_to)
+    # Dropping the oldest turn while over budget keeps the longest run of
+    # newest turns that fits; costs are non-negative, so walk back from the end.
+    greedy, greedy_cost = _walk_back(turn_costs, n, 0, room)
+    first, kept_cost = _stable(turn_costs, greedy, greedy_cost, room, max_tokens, level)
+    if cut is not None and first < n:
+        first, kept_cost = _deeper(
+            turn_costs, starts, greedy, first, kept_cost, room, max_tokens, cut
+        )
     keep_from = starts[first] if first < n else size
     moved = False
     if previous is not None and previous[0]:
-        before = _previous_first(turn_costs, first, kept_cost, previous, max_tokens, trim_to)
+        before = _previous_first(turn_costs, first, kept_cost, previous, max_tokens, level)
+        if cut is not None and cut.floor and before < previous[0]:
+            # The previous call stayed at the same floor.
+            floor = _floor_turn(starts, cut.floor)
+            before = max(before, floor) if floor < previous[0] else before
         moved = before < previous[0] and starts[before] != keep_from
     total_turns = sum(turn_costs) if first else kept_cost
     return TrimPlan(
@@ -192,19 +211,48 @@ def plan_turns(
         max_tokens=max_tokens,
         newest_turn_tokens=turn_costs[-1] if turn_costs else 0,
         newest_turn_start=starts[-1] if starts else size,
-        trim_to=trim_to,
+        trim_to=level,
         start_moved=moved,
+        growth=growth,
     )
 
 
-def _first_kept(
-    turn_costs: Sequence[int], room: int, max_tokens: int, trim_to: int | None
+def _deeper(
+    turn_costs: Sequence[int],
+    starts: Sequence[int],
+    greedy: int,
+    first: int,
+    cost: int,
+    room: int,
+    max_tokens: int,
+    cut: Cut,
 ) -> tuple[int, int]:
-    """The first kept turn and the kept turns' cost."""
-    # Dropping the oldest turn while over budget keeps the longest run of
-    # newest turns that fits; costs are non-negative, so walk back from the end.
-    first, cost = _walk_back(turn_costs, len(turn_costs), 0, room)
-    return _stable(turn_costs, first, cost, room, max_tokens, trim_to)
+    """The stable cut ``first`` moved by ``cut``: to its floor while what
+    follows the floor fits (the floor is at or after the greedy cut
+    ``greedy``: the previous call's cut stays), then, when ``cold``, to the
+    deepest candidate ``cold_keep`` allows. Never before ``greedy``: what
+    is kept still fits."""
+    chosen = first
+    if cut.floor:
+        floor = _floor_turn(starts, cut.floor)
+        if floor >= greedy:
+            chosen = floor
+    if cut.cold and cut.level < max_tokens:
+        total = sum(turn_costs)
+        kept = total - sum(turn_costs[:chosen])
+        least = cold_keep(kept, cut.level - (max_tokens - room), room, cut.hold)
+        for k, before in candidates(turn_costs, max_tokens - cut.level):
+            if k > chosen and total - before >= least:
+                chosen = k
+    if chosen == first:
+        return first, cost
+    return chosen, sum(turn_costs[chosen:])
+
+
+def _floor_turn(starts: Sequence[int], floor: int) -> int:
+    """The turn starting at message ``floor``, or 0 when no turn starts there."""
+    turn = bisect_left(starts, floor)
+    return turn if turn < len(starts) and starts[turn] == floor else 0
 
 
 def _walk_back(turn_costs: Sequence[int], first: int, cost: int, room: int) -> tuple[int, int]:

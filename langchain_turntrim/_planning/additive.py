@@ -9,6 +9,7 @@ from langchain_core.messages import BaseMessage
 
 from langchain_turntrim._calls import unanswered_calls
 from langchain_turntrim._core import TrimPlan, plan_costs
+from langchain_turntrim._core.depth import Cut
 from langchain_turntrim._counting.additive import AdditiveCounter
 from langchain_turntrim._messages import message_kinds
 from langchain_turntrim._planning.base import CountingPlanner
@@ -42,7 +43,7 @@ class AdditivePlanner(CountingPlanner):
         max_tokens: int,
         *,
         tools: Sequence[Any] = (),
-        trim_to: int | None = None,
+        trim_to: int | Cut | None = None,
         pinned_alone: bool = True,  # noqa: ARG002 - every count is exact here
     ) -> TrimPlan:
         """The plan of ``messages`` (of turn kinds ``kinds``, when known) sent

@@ -30,6 +30,7 @@ from langchain_core.messages import BaseMessage
 
 from langchain_turntrim._calls import Calls, unanswered_calls, with_unanswered
 from langchain_turntrim._core import Grouping, TrimPlan, plan_costs
+from langchain_turntrim._core.depth import Cut
 from langchain_turntrim._counting.keys import fields_getter
 from langchain_turntrim._messages import check_messages, message_kinds
 
@@ -145,7 +146,7 @@ class HistoryMemo:
         count: Count,
         max_tokens: int,
         overhead: int,
-        trim_to: int | None,
+        trim_to: int | Cut | None,
     ) -> TrimPlan:
         """The plan of ``messages``: counted (with ``count``) and grouped only
         after the most recent remembered history they start with, if any."""

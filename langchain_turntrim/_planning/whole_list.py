@@ -31,6 +31,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_turntrim._calls import unanswered_calls
 from langchain_turntrim._compaction.ladder import PINNED_KINDS
 from langchain_turntrim._core import ANCHOR, REPLY, START, TrimPlan, plan_costs, request_order
+from langchain_turntrim._core.depth import Cut
 from langchain_turntrim._core.stable import candidates
 from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.tools import tools_key
@@ -80,7 +81,7 @@ class WholeListPlanner(CountingPlanner):
         max_tokens: int,
         *,
         tools: Sequence[Any] = (),
-        trim_to: int | None = None,
+        trim_to: int | Cut | None = None,
         pinned_alone: bool = True,
     ) -> TrimPlan:
         kinds = message_kinds(messages) if kinds is None else list(kinds)
@@ -89,9 +90,13 @@ class WholeListPlanner(CountingPlanner):
         n = len(search.starts)
         greedy = search.smallest_fitting(max_tokens) if n else 0
         self.ratio = search.ratio
-        first = search.stable(greedy, max_tokens, trim_to)
+        level = trim_to.level if isinstance(trim_to, Cut) else trim_to
+        first = search.stable(greedy, max_tokens, level)
         scaled = [round(c * search.ratio) for c in approximate]
         estimate = plan_costs(kinds, scaled, max_tokens, 0, trim_to)
+        if isinstance(trim_to, Cut) and first < n and estimate.dropped_turns < n:
+            # A cut made now, or kept at a floor: placed on the estimate, only deeper.
+            first = max(first, estimate.dropped_turns)
         if first < n:
             after = search.count(first)
             older = range(search.starts[first])
@@ -135,7 +140,7 @@ class WholeListPlanner(CountingPlanner):
 
 
 #: What a history was planned with: the budget, ``trim_to`` and the tools' key.
-Settings = tuple[int, int | None, object]
+Settings = tuple[int, int | Cut | None, object]
 
 
 class _Cuts:

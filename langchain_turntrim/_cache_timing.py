@@ -1,0 +1,268 @@
+"""What the agent middlewares remember of each thread's prompt cache, and what
+each model call's cache did.
+
+``CacheClock`` keeps, per thread (the run's ``thread_id``; one shared entry
+without a checkpointer), the time of its previous model call, the message
+that call's cut kept first and the sizes it was sent, in a bounded LRU. From
+them it says whether a call finds the cache cold (older than its TTL) and
+where a warm call's cut stays (``CacheCall``), and, after the call, reads the
+provider's cache figures (``usage_metadata``) and estimates the call's cost
+against an untrimmed and a greedy request (``CacheFigures``), adding them to
+the thread's running totals (``CacheTotals``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Final
+
+from langchain_core.messages import AIMessage
+
+from langchain_turntrim._core.depth import CachePrice, call_cost
+from langchain_turntrim._counting.lru import LRU
+from langchain_turntrim._pipeline import CacheCall
+from langchain_turntrim._report import TrimReport
+
+__all__ = ["DEFAULT_THREADS", "CacheClock", "CacheFigures", "CacheTotals", "cache_usage"]
+
+#: Threads whose previous call is remembered (least recently used go first).
+DEFAULT_THREADS: Final = 1024
+
+
+@dataclass
+class CacheTotals:
+    """A thread's running totals, in the provider's tokens (where it reported
+    them) and in base input prices (one uncached input token costs 1).
+
+    Attributes:
+        calls: Model calls made.
+        reported_calls: Calls whose cache figures the provider reported
+            (the others are estimated from the counts).
+        input_tokens: Input tokens sent.
+        hit_tokens: Tokens read from the cache.
+        written_tokens: Tokens written to the cache.
+        cost: The input cost of the calls made.
+        untrimmed_cost: What the same calls would have cost untrimmed.
+        greedy_cost: What they would have cost trimmed greedily
+            (``trim_to=None``); None when not known (a fixed ``trim_to``).
+    """
+
+    calls: int = 0
+    reported_calls: int = 0
+    input_tokens: int = 0
+    hit_tokens: int = 0
+    written_tokens: int = 0
+    cost: float = 0.0
+    untrimmed_cost: float = 0.0
+    greedy_cost: float | None = 0.0
+
+    def add(self, figures: CacheFigures) -> None:
+        self.calls += 1
+        self.reported_calls += figures.reported
+        self.input_tokens += figures.input_tokens
+        self.hit_tokens += figures.hit_tokens
+        self.written_tokens += figures.written_tokens
+        self.cost += figures.cost
+        self.untrimmed_cost += figures.untrimmed_cost
+        if self.greedy_cost is not None:
+            greedy = figures.greedy_cost
+            self.greedy_cost = None if greedy is None else self.greedy_cost + greedy
+
+
+@dataclass(frozen=True)
+class CacheFigures:
+    """What one model call's cache did (see ``CacheTotals`` for the units)."""
+
+    cache_rule: str
+    cold: bool
+    reported: bool
+    input_tokens: int
+    hit_tokens: int
+    written_tokens: int
+    cost: float
+    untrimmed_cost: float
+    greedy_cost: float | None
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready, costs rounded."""
+        figures = asdict(self)
+        for key in ("cost", "untrimmed_cost", "greedy_cost"):
+            if figures[key] is not None:
+                figures[key] = round(figures[key], 1)
+        return figures
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def cache_usage(messages: Sequence[Any]) -> tuple[int, int, int | None] | None:
+    """``(input tokens, cache hits, cache writes)`` of the last AI message that
+    reports its input: LangChain's ``usage_metadata`` (``input_token_details``
+    ``cache_read`` and ``cache_creation``), else the providers' raw figures
+    (Anthropic's ``cache_read_input_tokens``/``cache_creation_input_tokens``,
+    OpenAI's ``prompt_tokens_details.cached_tokens``). Writes are None when
+    the provider does not report them (OpenAI: every uncached token is)."""
+    for message in reversed(messages):
+        if not isinstance(message, AIMessage) or not message.usage_metadata:
+            continue
+        usage = message.usage_metadata
+        total = _int(usage.get("input_tokens"))
+        if total is None:
+            continue
+        details: Mapping[str, Any] = usage.get("input_token_details") or {}
+        read, written = _int(details.get("cache_read")), _int(details.get("cache_creation"))
+        raw = message.response_metadata.get("usage") or message.response_metadata.get("token_usage")
+        if isinstance(raw, Mapping):
+            if read is None:
+                prompt = raw.get("prompt_tokens_details")
+                read = _int(raw.get("cache_read_input_tokens")) or (
+                    _int(prompt.get("cached_tokens")) if isinstance(prompt, Mapping) else None
+                )
+            if written is None:
+                written = _int(raw.get("cache_creation_input_tokens"))
+        read = min(read or 0, total)
+        return total, read, None if written is None else min(written, total - read)
+    return None
+
+
+class _Thread:
+    """One thread's previous call."""
+
+    __slots__ = ("first", "floor", "greedy", "last", "sent", "totals", "untrimmed")
+
+    def __init__(self) -> None:
+        self.last: float | None = None  # when its previous model call ended
+        self.floor: tuple[int, object] | None = None  # (index, id) of the first kept message
+        self.first: object = None  # the id of the first non-pinned message sent
+        self.sent = self.untrimmed = self.greedy = 0
+        self.totals = CacheTotals()
+
+
+class CacheClock:
+    """The per-thread memory behind timing cuts to the cache (see the module docs)."""
+
+    def __init__(self, clock: Callable[[], float], threads: int = DEFAULT_THREADS) -> None:
+        self.clock = clock
+        self._threads: LRU[_Thread] = LRU(threads)
+        self._lock = threading.Lock()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Copies and pickles start with no thread remembered.
+        return (type(self), (self.clock, self._threads.maxsize))
+
+    def thread(self, key: Hashable) -> _Thread:
+        """The memory of thread ``key`` (None: calls made without a thread id)."""
+        with self._lock:
+            thread = self._threads.get((key,))  # in a tuple: the LRU never stores None
+            if thread is None:
+                thread = _Thread()
+                self._threads.put_many((((key,), thread),))
+        return thread
+
+    def totals(self, key: Hashable) -> CacheTotals:
+        """A copy of the running totals of thread ``key`` (zeros when unknown)."""
+        with self._lock:
+            thread = self._threads.get((key,))
+        return CacheTotals() if thread is None else CacheTotals(**asdict(thread.totals))
+
+    def call(
+        self, thread: _Thread, price: CachePrice, planned: Sequence[Any], *, timed: bool
+    ) -> tuple[CacheCall, bool]:
+        """What this call of ``thread`` knows of its cache, and whether the
+        cache is cold; ``timed``: a cold call cuts now, a warm one stays at
+        or after the previous call's cut."""
+        last = thread.last
+        cold = last is None or self.clock() - last > price.ttl
+        floor = 0
+        if timed and not cold and thread.floor is not None:
+            floor = _find(planned, *thread.floor)
+        return CacheCall(price, cold and timed, floor), cold
+
+    def observe(
+        self,
+        thread: _Thread,
+        call: CacheCall,
+        report: TrimReport[Any],
+        planned: Sequence[Any],
+        result: Sequence[Any],
+        *,
+        cold: bool,
+    ) -> CacheFigures:
+        """After the call: the figures of what its cache did, added to the
+        thread's totals; the thread remembers this call."""
+        price, plan = call.price, report.plan
+        sent, untrimmed = report.tokens_after, plan.tokens_before
+        depth = report.depth
+        greedy = depth.greedy if depth is not None else (plan if plan.trim_to is None else None)
+        pinned = plan.system_tokens + plan.overhead_tokens
+        first = _first_id(planned, plan.keep_from)
+        warm = not cold
+        cached = 0
+        if warm:
+            cached = min(thread.sent, sent) if first == thread.first else min(pinned, sent)
+        usage = cache_usage(result)
+        if usage is not None and sent:
+            total, read, written = usage
+            scale = total / sent
+            cost = call_cost(total, read, price, written)
+            hit, wrote = read, (total - read if written is None else written)
+        else:
+            total, scale = sent, 1.0
+            cost = call_cost(sent, cached, price)
+            hit, wrote = cached, (sent - cached if sent >= price.min_prefix else 0)
+        if total < price.min_prefix:
+            wrote = 0
+        held_untrimmed = min(thread.untrimmed, untrimmed) if warm else 0
+        untrimmed_cost = call_cost(round(untrimmed * scale), round(held_untrimmed * scale), price)
+        greedy_cost = None
+        if greedy is not None:
+            kept = greedy.tokens_after
+            held = min(thread.greedy, kept) if not greedy.start_moved else min(pinned, kept)
+            held = held if warm else 0
+            greedy_cost = call_cost(round(kept * scale), round(held * scale), price)
+            thread.greedy = kept
+        figures = CacheFigures(
+            price.name,
+            cold,
+            usage is not None,
+            total,
+            hit,
+            wrote,
+            cost,
+            untrimmed_cost,
+            greedy_cost,
+        )
+        thread.totals.add(figures)
+        thread.sent, thread.untrimmed, thread.first = sent, untrimmed, first
+        if depth is not None and plan.keep_from < plan.size:
+            thread.floor = (plan.keep_from, _message_id(planned[plan.keep_from]))
+        thread.last = self.clock()
+        return figures
+
+
+def _message_id(message: object) -> object:
+    return getattr(message, "id", None)
+
+
+def _first_id(planned: Sequence[Any], keep_from: int) -> object:
+    """What identifies the first non-pinned message sent: its id, else the object."""
+    if keep_from >= len(planned):
+        return None
+    message = planned[keep_from]
+    ident = _message_id(message)
+    return message if ident is None else ident
+
+
+def _find(planned: Sequence[Any], index: int, ident: object) -> int:
+    """Where the message ``ident`` (at ``index`` last time) is now; 0 when gone."""
+    if ident is None:
+        return 0
+    if index < len(planned) and _message_id(planned[index]) == ident:
+        return index
+    for i, message in enumerate(planned):
+        if _message_id(message) == ident:
+            return i
+    return 0
