@@ -111,7 +111,7 @@ def request_ttl(settings: Mapping[str, Any] | None) -> str | None:
     """The cache TTL a request's model settings ask for: Anthropic's
     ``cache_control["ttl"]`` (what ``AnthropicPromptCachingMiddleware`` sets)
     or OpenAI's ``prompt_cache_retention``; None when they say nothing."""
-    if not isinstance(settings, Mapping):
+    if not settings or not isinstance(settings, Mapping):
         return None
     control = settings.get("cache_control")
     if isinstance(control, Mapping):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from langchain_core.messages import AIMessage
 
@@ -71,8 +71,7 @@ class CacheTotals:
             self.greedy_cost = None if greedy is None else self.greedy_cost + greedy
 
 
-@dataclass(frozen=True)
-class CacheFigures:
+class CacheFigures(NamedTuple):
     """What one model call's cache did (see ``CacheTotals`` for the units)."""
 
     cache_rule: str
@@ -87,11 +86,18 @@ class CacheFigures:
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready, costs rounded."""
-        figures = asdict(self)
-        for key in ("cost", "untrimmed_cost", "greedy_cost"):
-            if figures[key] is not None:
-                figures[key] = round(figures[key], 1)
-        return figures
+        greedy = self.greedy_cost
+        return {
+            "cache_rule": self.cache_rule,
+            "cold": self.cold,
+            "reported": self.reported,
+            "input_tokens": self.input_tokens,
+            "hit_tokens": self.hit_tokens,
+            "written_tokens": self.written_tokens,
+            "cost": round(self.cost, 1),
+            "untrimmed_cost": round(self.untrimmed_cost, 1),
+            "greedy_cost": None if greedy is None else round(greedy, 1),
+        }
 
 
 def _int(value: object) -> int | None:

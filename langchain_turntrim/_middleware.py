@@ -17,7 +17,6 @@ try:
         ModelRequest,
         ModelResponse,
     )
-    from langgraph.config import get_config
     from langgraph.runtime import Runtime
 except ImportError as error:
     _msg = (
@@ -27,7 +26,7 @@ except ImportError as error:
     raise ImportError(_msg) from error
 
 from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage
-from langchain_core.runnables.config import run_in_executor
+from langchain_core.runnables.config import run_in_executor, var_child_runnable_config
 
 from langchain_turntrim._cache_rules import request_ttl
 from langchain_turntrim._cache_timing import CacheClock, CacheFigures, CacheTotals
@@ -301,7 +300,7 @@ class TurnTrimMiddleware(_Base):
                     continue
                 raise
             _calibrate(attempt.trimmer, trimmed, response)
-            report_cache(self._observe(call, report, response).summary())
+            report_cache(self._observe(call, report, response).summary)
             return response
 
     async def awrap_model_call(
@@ -326,7 +325,7 @@ class TurnTrimMiddleware(_Base):
                     continue
                 raise
             _calibrate(attempt.trimmer, trimmed, response)
-            await areport_cache(self._observe(call, report, response).summary())
+            await areport_cache(self._observe(call, report, response).summary)
             return response
 
 
@@ -410,13 +409,13 @@ class _Call:
 
 
 def _thread_id() -> Hashable:
-    """The ``thread_id`` of the agent run this executes in (None outside one)."""
-    try:
-        config = get_config()
-    except RuntimeError:  # not inside a runnable context
+    """The ``thread_id`` of the agent run this executes in (None outside one):
+    what LangGraph's ``get_config()`` reads, without its error outside a run."""
+    config = var_child_runnable_config.get()
+    if not config:
         return None
-    configurable = config.get("configurable") or {}
-    return configurable.get("thread_id")
+    configurable = config.get("configurable")
+    return configurable.get("thread_id") if configurable else None
 
 
 def _check_kinds(messages: list[BaseMessage]) -> None:

@@ -24,7 +24,7 @@ event is dispatched that nobody would receive.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 from uuid import UUID
 
@@ -228,37 +228,45 @@ async def areport_trim(
     return summary
 
 
-def _cache_run(figures: dict[str, Any]) -> tuple[RunnableConfig, CallbackManager] | None:
-    """Log a call's cache figures, set them on the run it executes in; the
-    event's config and manager, or None when no handler would receive it."""
+def _cache_run(
+    figures: Callable[[], dict[str, Any]],
+) -> tuple[dict[str, Any], RunnableConfig, CallbackManager] | None:
+    """Log a call's cache figures (built only when someone reads them), set
+    them on the run it executes in; the figures, the event's config and
+    manager, or None when no handler would receive it."""
+    built = None
     if logger.isEnabledFor(logging.DEBUG):
-        logger.debug("prompt cache: %s", ", ".join(f"{k}={v}" for k, v in figures.items()))
+        built = figures()
+        logger.debug("prompt cache: %s", ", ".join(f"{k}={v}" for k, v in built.items()))
     current = var_child_runnable_config.get() or {}
     own = current.get("callbacks")
     if not isinstance(own, BaseCallbackManager) or own.parent_run_id is None:
         return None
     if not observed(own):
         return None
+    built = built or figures()
     config = ensure_config()
     manager = get_callback_manager_for_config(config)
     run_ids = [own.parent_run_id]
     if manager.parent_run_id is not None and manager.parent_run_id != own.parent_run_id:
         run_ids.insert(0, manager.parent_run_id)
-    _attach(manager.handlers, run_ids, figures, CACHE_EVENT_NAME)
-    return config, manager
+    _attach(manager.handlers, run_ids, built, CACHE_EVENT_NAME)
+    return built, config, manager
 
 
-def report_cache(figures: dict[str, Any]) -> None:
-    """Record what a model call's prompt cache did: a DEBUG line, the run's
-    metadata (``"turntrim_cache"``) and a ``"turntrim_cache"`` custom event."""
+def report_cache(figures: Callable[[], dict[str, Any]]) -> None:
+    """Record what a model call's prompt cache did (``figures()``, JSON-ready,
+    built only when someone reads it): a DEBUG line, the run's metadata
+    (``"turntrim_cache"``) and a ``"turntrim_cache"`` custom event."""
     found = _cache_run(figures)
     if found is not None:
-        manager = found[1]
-        manager.on_custom_event(CACHE_EVENT_NAME, figures, run_id=manager.parent_run_id)
+        built, _, manager = found
+        manager.on_custom_event(CACHE_EVENT_NAME, built, run_id=manager.parent_run_id)
 
 
-async def areport_cache(figures: dict[str, Any]) -> None:
+async def areport_cache(figures: Callable[[], dict[str, Any]]) -> None:
     """``report_cache`` for async code: the custom event is awaited."""
     found = _cache_run(figures)
     if found is not None:
-        await adispatch_custom_event(CACHE_EVENT_NAME, figures, config=found[0])
+        built, config, _ = found
+        await adispatch_custom_event(CACHE_EVENT_NAME, built, config=config)

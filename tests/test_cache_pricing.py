@@ -25,7 +25,7 @@ from langchain_turntrim import (
     trim_turns,
 )
 from langchain_turntrim._cache_rules import request_ttl
-from langchain_turntrim._cache_timing import cache_usage
+from langchain_turntrim._cache_timing import CacheFigures, cache_usage
 from langchain_turntrim._core import CONTINUE, REPLY, START, plan_costs
 from langchain_turntrim._core.depth import GROWTH_CALLS, Cut, auto_cut, auto_level, call_cost
 from langchain_turntrim._core.grouping import Grouping
@@ -495,3 +495,19 @@ def test_a_fixed_trim_to_has_no_greedy_estimate():
     middleware = TurnTrimMiddleware(8_000, trim_to=6_000, clock=clock)
     middleware.wrap_model_call(request(chat(60)), Provider(clock))
     assert middleware.cache_totals().greedy_cost is None
+
+
+def test_cache_figures_are_built_only_when_someone_reads_them(monkeypatch: pytest.MonkeyPatch):
+    built: list[int] = []
+    original = CacheFigures.summary
+
+    def summary(self: CacheFigures) -> dict[str, Any]:
+        built.append(1)
+        return original(self)
+
+    monkeypatch.setattr(CacheFigures, "summary", summary)
+    clock = Clock()
+    middleware = TurnTrimMiddleware(8_000)
+    middleware.wrap_model_call(request(chat(4)), Provider(clock))
+    assert built == []  # no DEBUG log, no run: nothing built
+    assert middleware.cache_totals().calls == 1  # the totals are kept all the same
