@@ -30,6 +30,8 @@ __all__ = [
     "request_ttl",
 ]
 
+#: A TTL's figures: its seconds and a written token's price.
+_PAIR: Final = 2
 #: When the table's figures were taken from the providers' pricing pages.
 CACHE_RULES_DATE: Final = "2026-12-01"
 
@@ -55,10 +57,34 @@ class CacheRule:
     min_prefix: int = 1024
 
     def __post_init__(self) -> None:
-        if not self.writes:
-            msg = f"CacheRule {self.provider} {self.models}: writes must name at least one TTL"
+        if not isinstance(self.provider, str):
+            msg = f"CacheRule.provider must be a str, got {type(self.provider).__name__}"
+            raise TypeError(msg)
+        models = self.models
+        if not isinstance(models, tuple) or not all(isinstance(m, str) and m for m in models):
+            msg = (
+                "CacheRule.models must be a tuple of model-name prefixes (non-empty str), "
+                f"got {safe_repr(models, 80)}"
+            )
+            raise TypeError(msg)
+        if not models:
+            msg = f"CacheRule {self.provider}: models must name at least one prefix"
             raise ValueError(msg)
-        self.price()  # every figure checked now
+        if not isinstance(self.writes, Mapping) or not self.writes:
+            msg = f"CacheRule {self.provider} {models[0]}: writes must map at least one TTL name"
+            raise ValueError(msg)
+        for name, pair in self.writes.items():
+            if not (
+                isinstance(name, str)
+                and isinstance(pair, tuple)
+                and len(pair) == len(("seconds", "price"))
+            ):
+                msg = (
+                    f"CacheRule {self.provider} {models[0]}: writes[{safe_repr(name, 40)}] "
+                    f"must be (seconds, write price), got {safe_repr(pair, 80)}"
+                )
+                raise TypeError(msg)
+            self.price(name)  # every figure checked now
 
     def price(self, ttl: str | None = None) -> CachePrice:
         """The rules at ``ttl`` (a name in ``writes``; None or an unknown
@@ -153,6 +179,9 @@ def check_cache_price(value: object, name: str = "cache_price") -> object:
         return value
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
         rows = tuple(value)
+        if not rows:
+            msg = f"{name} must hold at least one CacheRule (None: the published table)"
+            raise ValueError(msg)
         for i, row in enumerate(rows):
             if not isinstance(row, CacheRule):
                 msg = f"{name}[{i}] must be a CacheRule, got {type(row).__name__}"

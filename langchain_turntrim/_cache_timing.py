@@ -137,11 +137,14 @@ def cache_usage(messages: Sequence[Any]) -> tuple[int, int, int | None] | None:
 class _Thread:
     """One thread's previous call."""
 
-    __slots__ = ("first", "floor", "greedy", "last", "sent", "totals", "untrimmed")
+    __slots__ = ("first", "floor", "greedy", "last", "price", "sent", "totals", "untrimmed")
 
     def __init__(self) -> None:
         self.last: float | None = None  # when its previous model call ended
-        self.floor: tuple[int, object] | None = None  # (index, id) of the first kept message
+        #: (index, id) of the first message its previous cut kept (the message
+        #: itself when it has no id).
+        self.floor: tuple[int, object] | None = None
+        self.price: CachePrice | None = None  # the rules its previous call was priced by
         self.first: object = None  # the id of the first non-pinned message sent
         self.sent = self.untrimmed = self.greedy = 0
         self.totals = CacheTotals()
@@ -177,15 +180,21 @@ class CacheClock:
     def call(
         self, thread: _Thread, price: CachePrice, planned: Sequence[Any], *, timed: bool
     ) -> tuple[CacheCall, bool]:
-        """What this call of ``thread`` knows of its cache, and whether the
-        cache is cold; ``timed``: a cold call cuts now, a warm one stays at
-        or after the previous call's cut."""
+        """What this call of ``thread`` knows of its cache, and whether its
+        figures should take the cache as cold; ``timed``: a call whose
+        thread's previous call is older than the TTL cuts now, a warm one
+        stays at or after the previous call's cut. A thread this clock has
+        not seen (a restart, another worker, forgotten) is not cut now: its
+        provider's cache may be warm."""
         last = thread.last
-        cold = last is None or self.clock() - last > price.ttl
-        floor = 0
-        if timed and not cold and thread.floor is not None:
-            floor = _find(planned, *thread.floor)
-        return CacheCall(price, cold and timed, floor), cold
+        expired = last is not None and self.clock() - last > price.ttl
+        return CacheCall(price, expired and timed, self.floor(thread, planned) if timed else 0), (
+            last is None or expired
+        )
+
+    def floor(self, thread: _Thread, messages: Sequence[Any]) -> int:
+        """Where the previous call's first kept message is in ``messages`` (0: gone)."""
+        return 0 if thread.floor is None else _find(messages, *thread.floor)
 
     def observe(
         self,
@@ -206,28 +215,30 @@ class CacheClock:
         pinned = plan.system_tokens + plan.overhead_tokens
         first = _first_id(planned, plan.keep_from)
         warm = not cold
+        least = price.min_prefix  # a previous request shorter than this was not cached
         cached = 0
-        if warm:
+        if warm and thread.sent >= least:
             cached = min(thread.sent, sent) if first == thread.first else min(pinned, sent)
         usage = cache_usage(result)
         if usage is not None and sent:
-            total, read, written = usage
+            total, hit, written = usage
             scale = total / sent
-            cost = call_cost(total, read, price, written)
-            hit, wrote = read, (total - read if written is None else written)
+            fresh = total - hit
+            wrote = fresh if written is None else written  # OpenAI: every uncached token
+            cost = hit * price.read + wrote * price.write + (fresh - wrote)
         else:
             total, scale = sent, 1.0
             cost = call_cost(sent, cached, price)
             hit, wrote = cached, (sent - cached if sent >= price.min_prefix else 0)
-        if total < price.min_prefix:
-            wrote = 0
-        held_untrimmed = min(thread.untrimmed, untrimmed) if warm else 0
+        held_untrimmed = (
+            min(thread.untrimmed, untrimmed) if warm and thread.untrimmed >= least else 0
+        )
         untrimmed_cost = call_cost(round(untrimmed * scale), round(held_untrimmed * scale), price)
         greedy_cost = None
         if greedy is not None:
             kept = greedy.tokens_after
             held = min(thread.greedy, kept) if not greedy.start_moved else min(pinned, kept)
-            held = held if warm else 0
+            held = held if warm and thread.greedy >= least else 0
             greedy_cost = call_cost(round(kept * scale), round(held * scale), price)
             thread.greedy = kept
         figures = CacheFigures(
@@ -243,8 +254,9 @@ class CacheClock:
         )
         thread.totals.add(figures)
         thread.sent, thread.untrimmed, thread.first = sent, untrimmed, first
+        thread.price = price
         if depth is not None and plan.keep_from < plan.size:
-            thread.floor = (plan.keep_from, _message_id(planned[plan.keep_from]))
+            thread.floor = (plan.keep_from, _first_id(planned, plan.keep_from))
         thread.last = self.clock()
         return figures
 
@@ -263,12 +275,14 @@ def _first_id(planned: Sequence[Any], keep_from: int) -> object:
 
 
 def _find(planned: Sequence[Any], index: int, ident: object) -> int:
-    """Where the message ``ident`` (at ``index`` last time) is now; 0 when gone."""
+    """Where the message ``ident`` (its id, or the message itself when it has
+    none; at ``index`` last time) is now; 0 when gone."""
     if ident is None:
         return 0
-    if index < len(planned) and _message_id(planned[index]) == ident:
+    if isinstance(ident, str):
+        if index < len(planned) and _message_id(planned[index]) == ident:
+            return index
+        return next((i for i, m in enumerate(planned) if _message_id(m) == ident), 0)
+    if index < len(planned) and planned[index] is ident:
         return index
-    for i, message in enumerate(planned):
-        if _message_id(message) == ident:
-            return i
-    return 0
+    return next((i for i, m in enumerate(planned) if m is ident), 0)

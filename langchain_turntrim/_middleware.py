@@ -5,6 +5,7 @@ Needs LangChain v1: ``pip install 'langchain-turntrim[agents]'``.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from functools import partial
@@ -123,9 +124,7 @@ class TurnTrimMiddleware(_Base):
         if not isinstance(time_to_cache, bool):
             msg = f"time_to_cache must be a bool, got {type(time_to_cache).__name__}"
             raise TypeError(msg)
-        if not callable(clock):
-            msg = f"clock must be a function returning seconds, got {type(clock).__name__}"
-            raise TypeError(msg)
+        _check_clock(clock)
         self._timed = time_to_cache and checked.trim_to == AUTO
         self._clock = CacheClock(clock)
         #: (id(model), ttl) -> (model, its cache rules).
@@ -367,7 +366,12 @@ class TurnTrimStateMiddleware(TurnTrimMiddleware):
         if not isinstance(messages, Sequence):
             msg = f"state messages must be a sequence of messages, got {type(messages).__name__}"
             raise TypeError(msg)
-        report = self._trimmer.decide(messages)
+        cache = None
+        if self._timed:  # never delete what the thread's previous cut keeps
+            thread = self._clock.thread(_thread_id())
+            price = thread.price or self._trimmer.options.price_for()
+            cache = CacheCall(price, floor=self._clock.floor(thread, messages))
+        report = self._trimmer.decide(messages, cache=cache)
         removed = removals(report)
         return ({"messages": removed} if removed else None), report
 
@@ -394,6 +398,15 @@ class TurnTrimStateMiddleware(TurnTrimMiddleware):
             update, report = self._state_update(messages)
         await areport_trim(report, extra=_state_extra(update))
         return update
+
+
+def _check_clock(clock: object) -> None:
+    """Raise unless ``clock()`` returns a finite number of seconds (it is called once)."""
+    now = clock() if callable(clock) else None
+    if not isinstance(now, (int, float)) or isinstance(now, bool) or not math.isfinite(now):
+        shown = type(now).__name__ if callable(clock) else f"a {type(clock).__name__}"
+        msg = f"clock must be a function returning seconds (a float), got {shown}"
+        raise TypeError(msg)
 
 
 class _Call:

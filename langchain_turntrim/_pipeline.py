@@ -168,6 +168,10 @@ def _auto(
             cold=cache.cold,
             floor=cache.floor,
         )
+    level = None if cut is None else cut.level
+    if cut is None and cache.floor and not greedy.overflowed:
+        # No priced level (nothing would be cached): the previous cut still holds.
+        cut = Cut(options.max_tokens, floor=cache.floor)
     plan = greedy
     if cut is not None and (greedy.dropped_turns or cache.cold or cache.floor):
         plan = planner.plan(
@@ -178,4 +182,4 @@ def _auto(
             trim_to=cut,
             pinned_alone=pinned_alone,
         )
-    return plan, Depth(None if cut is None else cut.level, cache.price, cache.cold, greedy)
+    return plan, Depth(level, cache.price, cache.cold, greedy)

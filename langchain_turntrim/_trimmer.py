@@ -13,10 +13,12 @@ from langchain_core.runnables.config import ensure_config, run_in_executor
 from pydantic import ConfigDict
 
 from langchain_turntrim import _pipeline
+from langchain_turntrim._cache_rules import cache_price_for
 from langchain_turntrim._core import TrimPlan
 from langchain_turntrim._counting import Resolved
 from langchain_turntrim._messages import TrimInput, to_messages
 from langchain_turntrim._options import (
+    AUTO,
     DEFAULT_CACHE_SIZE,
     DEFAULT_KEEP_TOOL_RESULTS,
     Auto,
@@ -132,9 +134,13 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         ``default_reserve``), 0 reserves nothing. The counter is
         ``model_counter(chat_model)``: ``TiktokenCounter`` for OpenAI chat
         models, else a ``CalibratedCounter`` that learns from reported usage.
-        The other options are the constructor's.
+        The other options are the constructor's; under ``trim_to="auto"``,
+        ``cache_price`` defaults to ``chat_model``'s rules (``cache_price_for``).
         """
-        return cls.from_options(sized_options(chat_model, reserve_tokens, **options))
+        sized = sized_options(chat_model, reserve_tokens, **options)
+        if sized.trim_to == AUTO and sized.cache_price is None:
+            sized = sized.replace(cache_price=cache_price_for(chat_model))
+        return cls.from_options(sized)
 
     @classmethod
     def from_options(cls, options: TrimOptions) -> TurnTrimmer:

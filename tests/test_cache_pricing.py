@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableLambda
 
 from langchain_turntrim import (
@@ -22,6 +23,7 @@ from langchain_turntrim import (
     TrimOptions,
     TurnTrimmer,
     cache_price_for,
+    per_list,
     trim_turns,
 )
 from langchain_turntrim._cache_rules import request_ttl
@@ -29,7 +31,8 @@ from langchain_turntrim._cache_timing import CacheFigures, cache_usage
 from langchain_turntrim._core import CONTINUE, REPLY, START, plan_costs
 from langchain_turntrim._core.depth import GROWTH_CALLS, Cut, auto_cut, auto_level, call_cost
 from langchain_turntrim._core.grouping import Grouping
-from langchain_turntrim._middleware import TurnTrimMiddleware
+from langchain_turntrim._middleware import TurnTrimMiddleware, TurnTrimStateMiddleware
+from langchain_turntrim._pipeline import CacheCall
 
 FIVE = CachePrice(0.1, 1.25, 300, 1024)
 HOUR = CachePrice(0.1, 2.0, 3600, 1024)
@@ -259,11 +262,11 @@ def test_growth_is_the_tokens_added_per_model_call():
 # -- the entry points ----------------------------------------------------------------------------
 
 
-def chat(turns: int, size: int = 400) -> list[BaseMessage]:
-    history: list[BaseMessage] = [SystemMessage("You are terse. " * 20, id="s")]
+def chat(turns: int, size: int = 400, *, ids: bool = True) -> list[BaseMessage]:
+    history: list[BaseMessage] = [SystemMessage("You are terse. " * 20, id="s" if ids else None)]
     for i in range(turns):
-        history.append(HumanMessage(f"question {i} " + "x" * size, id=f"h{i}"))
-        history.append(AIMessage(f"answer {i} " + "y" * size, id=f"a{i}"))
+        history.append(HumanMessage(f"question {i} " + "x" * size, id=f"h{i}" if ids else None))
+        history.append(AIMessage(f"answer {i} " + "y" * size, id=f"a{i}" if ids else None))
     return history
 
 
@@ -372,24 +375,29 @@ def call(middleware: TurnTrimMiddleware, req: ModelRequest[Any], provider: Provi
 HOW = ["sync", "async"]
 
 
+@pytest.mark.parametrize("ids", [True, False], ids=["ids", "no-ids"])
 @pytest.mark.parametrize("how", HOW)
-def test_a_cold_call_cuts_and_warm_calls_keep_its_cut(how: str):
+def test_a_cold_call_cuts_and_warm_calls_keep_its_cut(how: str, ids: bool):
     clock = Clock()
     middleware = TurnTrimMiddleware(12_000, trim_to="auto", clock=clock)
     provider = Provider(clock)
-    history = chat(52)  # fits, close to the budget
+    history = chat(52, ids=ids)  # fits, close to the budget
     assert TurnTrimmer(12_000).report(history).dropped_turns == 0
     call(middleware, request(history), provider, how)
+    # A thread this middleware has not seen: its provider's cache may be warm.
+    assert provider.sent[-1][1] is history[1]
+    clock.now += 301  # idle past the TTL: the cache is gone, a cut is free
+    call(middleware, request(history), provider, how)
     first = provider.sent[-1][1]
-    assert first is not history[1]  # cold: cut to the cheapest depth at once
+    assert first is not history[1]  # cut to the cheapest depth at once
     for i in range(52, 68):  # warm calls, the history growing and still fitting
         clock.now += 30
-        history += [HumanMessage(f"more {i} " + "x" * 400, id=f"h{i}"), AIMessage("y", id=f"a{i}")]
+        history += [HumanMessage(f"more {i} " + "x" * 400), AIMessage("y")]
         call(middleware, request(history), provider, how)
         assert provider.sent[-1][1] is first  # the cut stays
     totals = middleware.cache_totals()
-    assert totals.calls == 17
-    assert totals.reported_calls == 17
+    assert totals.calls == 18
+    assert totals.reported_calls == 18
     assert totals.hit_tokens > 0
     assert totals.cost < totals.untrimmed_cost
     assert totals.greedy_cost is not None
@@ -413,11 +421,14 @@ def test_the_ttl_comes_from_the_request_and_the_rules_from_its_model():
     clock = Clock()
     middleware = TurnTrimMiddleware(12_000, trim_to="auto", clock=clock)
     provider = Provider(clock, ttl=3600)
-    history = chat(24)
+    history = chat(52)
     model = Named(model_name="claude-sonnet-4-5")
     hour = {"cache_control": {"type": "ephemeral", "ttl": "1h"}}
     middleware.wrap_model_call(request(history, model, **hour), provider)
+    clock.now += 4_000  # past the hour: cold, the cut is made now
+    middleware.wrap_model_call(request(history, model, **hour), provider)
     first = provider.sent[-1][1]
+    assert first is not history[1]
     clock.now += 1_800  # past 5 minutes, within the hour: warm
     history += [HumanMessage("more", id="hx"), AIMessage("y", id="ax")]
     report = middleware.trim_request(request(history, model, **hour))[1]
@@ -511,3 +522,81 @@ def test_cache_figures_are_built_only_when_someone_reads_them(monkeypatch: pytes
     middleware.wrap_model_call(request(chat(4)), Provider(clock))
     assert built == []  # no DEBUG log, no run: nothing built
     assert middleware.cache_totals().calls == 1  # the totals are kept all the same
+
+
+def test_the_previous_cut_holds_when_nothing_would_be_cached():
+    """No priced level (the budget is below the cacheable minimum): a warm
+    call still keeps the previous call's cut while what follows it fits."""
+    history = chat(60)
+    trimmer = TurnTrimmer(max_tokens=8_000, trim_to="auto")
+    greedy = trimmer.report(history).depth
+    assert greedy is not None
+    start = greedy.greedy.keep_from + 4  # a later turn's user message
+    assert isinstance(history[start], HumanMessage)
+    small = CachePrice(min_prefix=100_000)
+    for counter in ("approximate", per_list(count_tokens_approximately)):
+        cut = TurnTrimmer(max_tokens=8_000, trim_to="auto", token_counter=counter)
+        report = cut.decide(history, cache=CacheCall(small, floor=start))
+        assert report.depth is not None
+        assert report.depth.level is None
+        assert report.kept[1] is history[start]
+
+
+def test_whole_list_counters_keep_the_floor_too():
+    history = chat(60)
+    greedy = TurnTrimmer(max_tokens=8_000).report(history)
+    start = greedy.plan.keep_from + 2
+    counter = per_list(count_tokens_approximately)
+    cut = TurnTrimmer(max_tokens=8_000, trim_to="auto", token_counter=counter)
+    report = cut.decide(history, cache=CacheCall(FIVE, floor=start))
+    assert report.kept[1] is history[start]
+    assert report.tokens_after <= 8_000
+
+
+def test_the_state_middleware_never_deletes_what_the_previous_cut_keeps():
+    """The state's deletions are decided without the system prompt, so at
+    another level: they still keep the request's previous cut."""
+    clock = Clock()
+    middleware = TurnTrimStateMiddleware(8_000, trim_to="auto", clock=clock)
+    provider = Provider(clock)
+    history = [SystemMessage("You are terse. " * 200, id="s"), *chat(19, 800)[1:]]
+    middleware.wrap_model_call(request(history), provider)
+    clock.now += 301
+    middleware.wrap_model_call(request(history), provider)  # cold: cut now
+    first = provider.sent[-1][1]
+    clock.now += 20
+    history += [HumanMessage("more " + "x" * 800, id="m"), AIMessage("y" * 800, id="n")]
+    update = middleware.state_update(history[1:])
+    removed = {m.id for m in update["messages"]} if update else set()
+    assert first.id not in removed
+
+
+#: Values of the wrong type, as a user might pass them (typed Any for mypy).
+BAD: Any = "claude"
+NOT_A_CLOCK: Any = 3.0
+NOT_A_BOOL: Any = 1
+
+
+@pytest.mark.parametrize(
+    ("build", "error", "says"),
+    [
+        (lambda: CacheRule("x", BAD, 0.1, {"5m": (300.0, 1.25)}), TypeError, "models must"),
+        (lambda: CacheRule("x", (), 0.1, {"5m": (300.0, 1.25)}), ValueError, "at least one prefix"),
+        (lambda: CacheRule("x", ("a",), 0.1, {"5m": BAD}), TypeError, "(seconds, write price)"),
+        (lambda: CacheRule("x", ("a",), 0.1, {}), ValueError, "at least one TTL"),
+        (lambda: TurnTrimmer(8_000, cache_price=[]), ValueError, "at least one CacheRule"),
+        (lambda: TurnTrimMiddleware(8_000, clock=lambda: BAD), TypeError, "got str"),
+        (lambda: TurnTrimMiddleware(8_000, clock=NOT_A_CLOCK), TypeError, "got a float"),
+        (lambda: TurnTrimMiddleware(8_000, time_to_cache=NOT_A_BOOL), TypeError, "time_to_cache"),
+    ],
+)
+def test_bad_rules_and_clocks_are_refused_when_built(build: Any, error: type, says: str):
+    with pytest.raises(error) as raised:
+        build()
+    assert says in str(raised.value)
+
+
+def test_for_model_prices_auto_by_the_model():
+    model = Named(model_name="claude-opus-4-5", profile={"max_input_tokens": 200_000})
+    trimmer = TurnTrimmer.for_model(model, trim_to="auto")
+    assert trimmer.options.price_for().min_prefix == 4_096

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import weakref
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Sequence
 from typing import Any, Final
@@ -94,9 +95,8 @@ class WholeListPlanner(CountingPlanner):
         first = search.stable(greedy, max_tokens, level)
         scaled = [round(c * search.ratio) for c in approximate]
         estimate = plan_costs(kinds, scaled, max_tokens, 0, trim_to)
-        if isinstance(trim_to, Cut) and first < n and estimate.dropped_turns < n:
-            # A cut made now, or kept at a floor: placed on the estimate, only deeper.
-            first = max(first, estimate.dropped_turns)
+        if isinstance(trim_to, Cut):
+            first = _cut(trim_to, search.starts, greedy, first, estimate.dropped_turns)
         if first < n:
             after = search.count(first)
             older = range(search.starts[first])
@@ -110,7 +110,7 @@ class WholeListPlanner(CountingPlanner):
             newest = max(0, search.count(n - 1) - system) if n else 0
             before = max(estimate.tokens_before, after)
         keep_from = search.starts[first] if first < n else len(messages)
-        settings = (max_tokens, trim_to, tools_key(tools) if tools else ())
+        settings = (max_tokens, level, tools_key(tools) if tools else ())
         self.cuts.note(messages, settings, keep_from if first < n else None)
         reply = _newest_reply(kinds)
         planned, previous_cut = self.cuts.find(messages, reply, settings)
@@ -140,7 +140,7 @@ class WholeListPlanner(CountingPlanner):
 
 
 #: What a history was planned with: the budget, ``trim_to`` and the tools' key.
-Settings = tuple[int, int | Cut | None, object]
+Settings = tuple[int, int | None, object]
 
 
 class _Cuts:
@@ -180,6 +180,20 @@ class _Cuts:
 def _newest_reply(kinds: Sequence[int]) -> int:
     """The index of the newest reply (0 when there is none)."""
     return next((i for i in range(len(kinds) - 1, -1, -1) if kinds[i] == REPLY), 0)
+
+
+def _cut(cut: Cut, starts: Sequence[int], greedy: int, first: int, estimated: int) -> int:
+    """The stable cut ``first`` moved by ``cut``: back to its floor (on the
+    exact search) while it is at or after the exact greedy cut ``greedy``;
+    deeper, when cold, to the cut placed on the estimate (``estimated``)."""
+    n = len(starts)
+    if cut.floor:
+        floor = bisect_left(starts, cut.floor)
+        if floor < n and starts[floor] == cut.floor and floor >= greedy:
+            first = floor
+    if cut.cold and first < n and estimated < n:
+        first = max(first, estimated)
+    return first
 
 
 class _Search:
