@@ -291,7 +291,8 @@ class TurnTrimMiddleware(_Base):
         call = self._call(request)
         while True:
             trimmed, report = attempt.decide(partial(self._trim, request, call=call))
-            report_trim(report, extra=_request_extra(request, report, attempt))
+            # None: no log line, no handler (nobody will read the cache figures either).
+            seen = report_trim(report, extra=_request_extra(request, report, attempt))
             try:
                 response = handler(trimmed)
             except Exception as error:
@@ -299,7 +300,9 @@ class TurnTrimMiddleware(_Base):
                     continue
                 raise
             _calibrate(attempt.trimmer, trimmed, response)
-            report_cache(self._observe(call, report, response).summary)
+            figures = self._observe(call, report, response)
+            if seen is not None:
+                report_cache(figures.summary)
             return response
 
     async def awrap_model_call(
@@ -316,7 +319,7 @@ class TurnTrimMiddleware(_Base):
                 trimmed, report = await run_in_executor(None, attempt.decide, trim)
             else:
                 trimmed, report = attempt.decide(trim)
-            await areport_trim(report, extra=_request_extra(request, report, attempt))
+            seen = await areport_trim(report, extra=_request_extra(request, report, attempt))
             try:
                 response = await handler(trimmed)
             except Exception as error:
@@ -324,7 +327,9 @@ class TurnTrimMiddleware(_Base):
                     continue
                 raise
             _calibrate(attempt.trimmer, trimmed, response)
-            await areport_cache(self._observe(call, report, response).summary)
+            figures = self._observe(call, report, response)
+            if seen is not None:
+                await areport_cache(figures.summary)
             return response
 
 
