@@ -9,7 +9,8 @@ The layers, each depending only on those above it:
 * ``_counting``: the counters, which only count; ``_planning``: the planners,
   chosen by what the counter can do; ``_compaction``: the newest turn compacted;
 * entry points, each an adapter of the pipeline: ``_trimmer`` (``TurnTrimmer``),
-  ``_drop_in`` (``trim_turns``), ``_middleware`` (``create_agent``),
+  ``_drop_in`` (``trim_turns``), ``_middleware`` and ``_state_middleware``
+  (``create_agent``),
   ``_langgraph``, ``_cli`` (the ``turntrim`` command); with ``_sizing``
   (``for_model``), ``_errors`` and ``_tracing``;
 * what is sent: ``_calls`` (calls without their results left out),
@@ -52,8 +53,10 @@ if TYPE_CHECKING:
     from langchain_turntrim._langgraph import removals as removals
     from langchain_turntrim._langgraph import trim_update as trim_update
     from langchain_turntrim._middleware import TurnTrimMiddleware as TurnTrimMiddleware
-    from langchain_turntrim._middleware import TurnTrimStateMiddleware as TurnTrimStateMiddleware
     from langchain_turntrim._recovery import OverflowRetry as OverflowRetry
+    from langchain_turntrim._state_middleware import (
+        TurnTrimStateMiddleware as TurnTrimStateMiddleware,
+    )
     from langchain_turntrim._trimmer import TurnTrimmer as TurnTrimmer
 
 __version__ = "0.1.0.dev0"
@@ -78,7 +81,7 @@ _LAZY = {
     "removals": "langchain_turntrim._langgraph",
     "trim_update": "langchain_turntrim._langgraph",
     "TurnTrimMiddleware": "langchain_turntrim._middleware",  # [agents]
-    "TurnTrimStateMiddleware": "langchain_turntrim._middleware",  # [agents]
+    "TurnTrimStateMiddleware": "langchain_turntrim._state_middleware",  # [agents]
 }
 
 __all__ = [

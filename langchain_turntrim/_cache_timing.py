@@ -13,19 +13,28 @@ the thread's running totals (``CacheTotals``).
 
 from __future__ import annotations
 
+import math
 import threading
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final, NamedTuple
 
-from langchain_core.messages import AIMessage
+from langchain_core.runnables.config import var_child_runnable_config
 
 from langchain_turntrim._core.depth import CachePrice, call_cost
 from langchain_turntrim._counting.lru import LRU
 from langchain_turntrim._pipeline import CacheCall
 from langchain_turntrim._report import TrimReport
 
-__all__ = ["DEFAULT_THREADS", "CacheClock", "CacheFigures", "CacheTotals", "cache_usage"]
+__all__ = [
+    "DEFAULT_THREADS",
+    "CacheClock",
+    "CacheFigures",
+    "CacheTotals",
+    "Call",
+    "check_clock",
+    "thread_id",
+]
 
 #: Threads whose previous call is remembered (least recently used go first).
 DEFAULT_THREADS: Final = 1024
@@ -100,40 +109,6 @@ class CacheFigures(NamedTuple):
         }
 
 
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def cache_usage(messages: Sequence[Any]) -> tuple[int, int, int | None] | None:
-    """``(input tokens, cache hits, cache writes)`` of the last AI message that
-    reports its input: LangChain's ``usage_metadata`` (``input_token_details``
-    ``cache_read`` and ``cache_creation``), else the providers' raw figures
-    (Anthropic's ``cache_read_input_tokens``/``cache_creation_input_tokens``,
-    OpenAI's ``prompt_tokens_details.cached_tokens``). Writes are None when
-    the provider does not report them (OpenAI: every uncached token is)."""
-    for message in reversed(messages):
-        if not isinstance(message, AIMessage) or not message.usage_metadata:
-            continue
-        usage = message.usage_metadata
-        total = _int(usage.get("input_tokens"))
-        if total is None:
-            continue
-        details: Mapping[str, Any] = usage.get("input_token_details") or {}
-        read, written = _int(details.get("cache_read")), _int(details.get("cache_creation"))
-        raw = message.response_metadata.get("usage") or message.response_metadata.get("token_usage")
-        if isinstance(raw, Mapping):
-            if read is None:
-                prompt = raw.get("prompt_tokens_details")
-                read = _int(raw.get("cache_read_input_tokens")) or (
-                    _int(prompt.get("cached_tokens")) if isinstance(prompt, Mapping) else None
-                )
-            if written is None:
-                written = _int(raw.get("cache_creation_input_tokens"))
-        read = min(read or 0, total)
-        return total, read, None if written is None else min(written, total - read)
-    return None
-
-
 class _Thread:
     """One thread's previous call."""
 
@@ -202,12 +177,13 @@ class CacheClock:
         call: CacheCall,
         report: TrimReport[Any],
         planned: Sequence[Any],
-        result: Sequence[Any],
+        usage: tuple[int, int, int | None] | None,
         *,
         cold: bool,
     ) -> CacheFigures:
-        """After the call: the figures of what its cache did, added to the
-        thread's totals; the thread remembers this call."""
+        """After the call (``usage``: what its reply reported, ``cache_usage``):
+        the figures of what its cache did, added to the thread's totals; the
+        thread remembers this call."""
         price, plan = call.price, report.plan
         sent, untrimmed = report.tokens_after, plan.tokens_before
         depth = report.depth
@@ -219,7 +195,6 @@ class CacheClock:
         cached = 0
         if warm and thread.sent >= least:
             cached = min(thread.sent, sent) if first == thread.first else min(pinned, sent)
-        usage = cache_usage(result)
         if usage is not None and sent:
             total, hit, written = usage
             scale = total / sent
@@ -286,3 +261,34 @@ def _find(planned: Sequence[Any], index: int, ident: object) -> int:
     if index < len(planned) and planned[index] is ident:
         return index
     return next((i for i, m in enumerate(planned) if m is ident), 0)
+
+
+def check_clock(clock: object) -> None:
+    """Raise unless ``clock()`` returns a finite number of seconds (it is called once)."""
+    now = clock() if callable(clock) else None
+    if not isinstance(now, (int, float)) or isinstance(now, bool) or not math.isfinite(now):
+        shown = type(now).__name__ if callable(clock) else f"a {type(clock).__name__}"
+        msg = f"clock must be a function returning seconds (a float), got {shown}"
+        raise TypeError(msg)
+
+
+class Call:
+    """One model call's cache context (its attempts share it)."""
+
+    __slots__ = ("cold", "planned", "price", "thread")
+
+    def __init__(self, thread: Any, price: CachePrice) -> None:
+        self.thread = thread
+        self.price = price
+        self.cold = True
+        self.planned: Sequence[Any] = ()
+
+
+def thread_id() -> Hashable:
+    """The ``thread_id`` of the agent run this executes in (None outside one):
+    what LangGraph's ``get_config()`` reads, without its error outside a run."""
+    config = var_child_runnable_config.get()
+    if not config:
+        return None
+    configurable = config.get("configurable")
+    return configurable.get("thread_id") if configurable else None

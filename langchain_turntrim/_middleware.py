@@ -5,9 +5,8 @@ Needs LangChain v1: ``pip install 'langchain-turntrim[agents]'``.
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Awaitable, Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -18,7 +17,6 @@ try:
         ModelRequest,
         ModelResponse,
     )
-    from langgraph.runtime import Runtime
 except ImportError as error:
     _msg = (
         "TurnTrimMiddleware needs LangChain v1 agents (langchain.agents.middleware); "
@@ -27,15 +25,19 @@ except ImportError as error:
     raise ImportError(_msg) from error
 
 from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage
-from langchain_core.runnables.config import run_in_executor, var_child_runnable_config
+from langchain_core.runnables.config import run_in_executor
 
 from langchain_turntrim._cache_rules import request_ttl
-from langchain_turntrim._cache_timing import CacheClock, CacheFigures, CacheTotals
+from langchain_turntrim._cache_timing import (
+    CacheClock,
+    CacheTotals,
+    Call,
+    check_clock,
+    thread_id,
+)
 from langchain_turntrim._core.depth import CachePrice
 from langchain_turntrim._counting import CalibratedCounter
-from langchain_turntrim._counting.calibrated import reported_input_tokens
 from langchain_turntrim._counting.lru import LRU
-from langchain_turntrim._langgraph import removals
 from langchain_turntrim._messages import message_kinds
 from langchain_turntrim._options import AGENT_ON_OVERFLOW, AUTO, Mode, TrimOptions
 from langchain_turntrim._overflow import DEFAULT_OVERFLOW_RETRIES
@@ -46,8 +48,9 @@ from langchain_turntrim._safe_repr import safe_repr
 from langchain_turntrim._sizing import model_budget, model_counter, sized_options
 from langchain_turntrim._tracing import areport_cache, areport_trim, report_cache, report_trim
 from langchain_turntrim._trimmer import TurnTrimmer
+from langchain_turntrim._usage import cache_usage
 
-__all__ = ["TurnTrimMiddleware", "TurnTrimStateMiddleware"]
+__all__ = ["TurnTrimMiddleware"]
 
 if TYPE_CHECKING:
     from typing_extensions import Self, Unpack
@@ -124,7 +127,7 @@ class TurnTrimMiddleware(_Base):
         if not isinstance(time_to_cache, bool):
             msg = f"time_to_cache must be a bool, got {type(time_to_cache).__name__}"
             raise TypeError(msg)
-        _check_clock(clock)
+        check_clock(clock)
         self._timed = time_to_cache and checked.trim_to == AUTO
         self._clock = CacheClock(clock)
         #: (id(model), ttl) -> (model, its cache rules).
@@ -215,7 +218,7 @@ class TurnTrimMiddleware(_Base):
         trimmer = self.trimmer_for(getattr(request, "model", None))
         return self._trim(request, trimmer, self._call(request))
 
-    def _call(self, request: ModelRequest[Any]) -> _Call:
+    def _call(self, request: ModelRequest[Any]) -> Call:
         """This model call's cache context: its thread and the cache's rules."""
         model = getattr(request, "model", None)
         ttl = request_ttl(getattr(request, "model_settings", None))
@@ -226,19 +229,28 @@ class TurnTrimMiddleware(_Base):
                 self._prices.clear()
             found = (model, self._trimmer.options.price_for(model, ttl))
             self._prices[key] = found
-        return _Call(self._clock.thread(_thread_id()), found[1])
+        return Call(self._clock.thread(thread_id()), found[1])
 
-    def _observe(self, call: _Call, report: TrimReport[Any], response: Any) -> CacheFigures:
-        """After a model call: what its cache did, added to the thread's totals."""
+    def _answered(
+        self,
+        attempt: Retrying,
+        call: Call,
+        report: TrimReport[Any],
+        trimmed: ModelRequest[Any],
+        response: Any,
+    ) -> Callable[[], dict[str, Any]]:
+        """After a model call: its reply's usage, read once, fed to a
+        ``CalibratedCounter`` and to the thread's cache figures; the builder
+        of those figures, for the trace."""
         result = getattr(response, "result", None)
-        return self._clock.observe(
-            call.thread,
-            CacheCall(call.price),
-            report,
-            call.planned,
-            result if isinstance(result, list) else (),
-            cold=call.cold,
+        usage = cache_usage(result) if isinstance(result, list) else None
+        counter = attempt.trimmer.counter
+        if usage is not None and isinstance(counter, CalibratedCounter):
+            counter.observe(_sent(trimmed), usage[0], tools=trimmed.tools)
+        figures = self._clock.observe(
+            call.thread, CacheCall(call.price), report, call.planned, usage, cold=call.cold
         )
+        return figures.summary
 
     def trimmer_for(self, model: object) -> TurnTrimmer:
         """The trimmer a call of ``model`` is sized with: ``trimmer``, unless
@@ -258,7 +270,7 @@ class TurnTrimMiddleware(_Base):
         return Retrying(entry[1], self._overflow_retries)
 
     def _trim(
-        self, request: ModelRequest[Any], trimmer: TurnTrimmer, call: _Call | None = None
+        self, request: ModelRequest[Any], trimmer: TurnTrimmer, call: Call | None = None
     ) -> tuple[ModelRequest[Any], TrimReport[Any]]:
         system = _system_message(request)
         messages: list[BaseMessage] = list(request.messages)
@@ -299,10 +311,9 @@ class TurnTrimMiddleware(_Base):
                 if attempt.overflowed(error, report, _sent(trimmed), trimmed.tools):
                     continue
                 raise
-            _calibrate(attempt.trimmer, trimmed, response)
-            figures = self._observe(call, report, response)
+            figures = self._answered(attempt, call, report, trimmed, response)
             if seen is not None:
-                report_cache(figures.summary)
+                report_cache(figures)
             return response
 
     async def awrap_model_call(
@@ -326,114 +337,10 @@ class TurnTrimMiddleware(_Base):
                 if attempt.overflowed(error, report, _sent(trimmed), trimmed.tools):
                     continue
                 raise
-            _calibrate(attempt.trimmer, trimmed, response)
-            figures = self._observe(call, report, response)
+            figures = self._answered(attempt, call, report, trimmed, response)
             if seen is not None:
-                await areport_cache(figures.summary)
+                await areport_cache(figures)
             return response
-
-
-class TurnTrimStateMiddleware(TurnTrimMiddleware):
-    """``TurnTrimMiddleware`` that also deletes old turns from the agent's state.
-
-    Before each model call (a ``before_model`` node), the turns that no longer
-    fit are removed from the state with ``RemoveMessage`` updates, so a
-    long-lived thread with a checkpointer stops growing; the request is then
-    trimmed exactly as ``TurnTrimMiddleware`` does. Same arguments.
-
-    The deletion is decided on the state's messages against ``max_tokens``
-    alone, since ``before_model`` cannot see the system prompt or the tools;
-    the state holds at most a turn or so more than the model sees. Nothing is
-    deleted while every turn fits; messages before the first user message
-    (a greeting) go only together with the first dropped turn; the newest
-    turn (the one in progress) is never deleted, even when it does not fit:
-    ``on_overflow`` decides what the model call does then. Messages in an
-    agent's state always have ids (``add_messages`` assigns one to each); a
-    message without one raises ``ValueError`` naming its index.
-    """
-
-    #: What this class trims: the model request, and the state.
-    mode: ClassVar[Mode] = "state"
-
-    def state_update(self, messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
-        """The ``before_model`` update (pure).
-
-        ``{"messages": [RemoveMessage(id=...), ...]}`` deleting what a trim of
-        ``messages`` to ``max_tokens`` removes (``TrimReport.removed``);
-        ``None`` when there is nothing to delete.
-        """
-        update, _ = self._state_update(messages)
-        return update
-
-    def _state_update(
-        self, messages: Sequence[BaseMessage]
-    ) -> tuple[dict[str, Any] | None, TrimReport[Any]]:
-        if not isinstance(messages, Sequence):
-            msg = f"state messages must be a sequence of messages, got {type(messages).__name__}"
-            raise TypeError(msg)
-        cache = None
-        if self._timed:  # never delete what the thread's previous cut keeps
-            thread = self._clock.thread(_thread_id())
-            price = thread.price or self._trimmer.options.price_for()
-            cache = CacheCall(price, floor=self._clock.floor(thread, messages))
-        report = self._trimmer.decide(messages, cache=cache)
-        removed = removals(report)
-        return ({"messages": removed} if removed else None), report
-
-    def before_model(
-        self,
-        state: AgentState[Any],
-        runtime: Runtime[Any],  # noqa: ARG002 - LangChain's hook signature
-    ) -> dict[str, Any] | None:
-        """Delete the turns that no longer fit from the state (see the class docs)."""
-        update, report = self._state_update(state["messages"])
-        report_trim(report, extra=_state_extra(update))
-        return update
-
-    async def abefore_model(
-        self,
-        state: AgentState[Any],
-        runtime: Runtime[Any],  # noqa: ARG002 - LangChain's hook signature
-    ) -> dict[str, Any] | None:
-        """``before_model`` for async agents."""
-        messages = state["messages"]
-        if self._trimmer.planner.blocking:
-            update, report = await run_in_executor(None, self._state_update, messages)
-        else:
-            update, report = self._state_update(messages)
-        await areport_trim(report, extra=_state_extra(update))
-        return update
-
-
-def _check_clock(clock: object) -> None:
-    """Raise unless ``clock()`` returns a finite number of seconds (it is called once)."""
-    now = clock() if callable(clock) else None
-    if not isinstance(now, (int, float)) or isinstance(now, bool) or not math.isfinite(now):
-        shown = type(now).__name__ if callable(clock) else f"a {type(clock).__name__}"
-        msg = f"clock must be a function returning seconds (a float), got {shown}"
-        raise TypeError(msg)
-
-
-class _Call:
-    """One model call's cache context (its attempts share it)."""
-
-    __slots__ = ("cold", "planned", "price", "thread")
-
-    def __init__(self, thread: Any, price: CachePrice) -> None:
-        self.thread = thread
-        self.price = price
-        self.cold = True
-        self.planned: Sequence[BaseMessage] = ()
-
-
-def _thread_id() -> Hashable:
-    """The ``thread_id`` of the agent run this executes in (None outside one):
-    what LangGraph's ``get_config()`` reads, without its error outside a run."""
-    config = var_child_runnable_config.get()
-    if not config:
-        return None
-    configurable = config.get("configurable")
-    return configurable.get("thread_id") if configurable else None
 
 
 def _check_kinds(messages: list[BaseMessage]) -> None:
@@ -449,18 +356,6 @@ def _sent(request: ModelRequest[Any]) -> list[BaseMessage]:
     """The messages of ``request`` as sent: its system message first."""
     system = _system_message(request)
     return [system, *request.messages] if system is not None else list(request.messages)
-
-
-def _calibrate(trimmer: TurnTrimmer, sent: ModelRequest[Any], response: Any) -> None:
-    """Feed a ``CalibratedCounter`` what was sent and the input tokens reported."""
-    counter = trimmer.counter
-    if not isinstance(counter, CalibratedCounter):
-        return
-    result = getattr(response, "result", None)
-    tokens = reported_input_tokens(result) if isinstance(result, list) else None
-    if tokens is None:
-        return
-    counter.observe(_sent(sent), tokens, tools=sent.tools)
 
 
 class _Sizing:
@@ -502,7 +397,3 @@ def _request_extra(
         "tool_tokens": report.tool_tokens,
         **attempt.extra(),
     }
-
-
-def _state_extra(update: dict[str, Any] | None) -> dict[str, Any]:
-    return {"mode": "state", "removed_from_state": len(update["messages"]) if update else 0}

@@ -24,12 +24,12 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializa
 from pydantic import ConfigDict, field_validator
 
 from langchain_turntrim._counting import CalibratedCounter
-from langchain_turntrim._counting.calibrated import reported_input_tokens
 from langchain_turntrim._counting.lru import LRU
 from langchain_turntrim._errors import TurnTrimOverflowError
 from langchain_turntrim._overflow import DEFAULT_OVERFLOW_RETRIES, Overflow, Recovery, overflow_of
 from langchain_turntrim._report import TrimReport
 from langchain_turntrim._trimmer import TurnTrimmer
+from langchain_turntrim._usage import reported_input_tokens
 
 __all__ = ["OverflowRetry", "Recovering", "Retrying", "check_retries"]
 

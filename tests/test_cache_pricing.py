@@ -27,12 +27,14 @@ from langchain_turntrim import (
     trim_turns,
 )
 from langchain_turntrim._cache_rules import request_ttl
-from langchain_turntrim._cache_timing import CacheFigures, cache_usage
+from langchain_turntrim._cache_timing import CacheFigures
 from langchain_turntrim._core import CONTINUE, REPLY, START, plan_costs
 from langchain_turntrim._core.depth import GROWTH_CALLS, Cut, auto_cut, auto_level, call_cost
 from langchain_turntrim._core.grouping import Grouping
-from langchain_turntrim._middleware import TurnTrimMiddleware, TurnTrimStateMiddleware
+from langchain_turntrim._middleware import TurnTrimMiddleware
 from langchain_turntrim._pipeline import CacheCall
+from langchain_turntrim._state_middleware import TurnTrimStateMiddleware
+from langchain_turntrim._usage import cache_usage
 
 FIVE = CachePrice(0.1, 1.25, 300, 1024)
 HOUR = CachePrice(0.1, 2.0, 3600, 1024)

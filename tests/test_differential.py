@@ -46,7 +46,8 @@ from langchain_turntrim._cli.transcript import Transcript
 from langchain_turntrim._core import PINNED, REPLY
 from langchain_turntrim._counting import AdditiveCounter
 from langchain_turntrim._messages import message_kinds
-from langchain_turntrim._middleware import TurnTrimMiddleware, TurnTrimStateMiddleware
+from langchain_turntrim._middleware import TurnTrimMiddleware
+from langchain_turntrim._state_middleware import TurnTrimStateMiddleware
 from tests import strategies
 from tests.helpers import arun, run_cli
 from tests.lc import check_conversation

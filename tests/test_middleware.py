@@ -47,7 +47,8 @@ from langchain_turntrim import (
 )
 from langchain_turntrim._core import plan_trim
 from langchain_turntrim._counting import AdditiveCounter, CachedCounter, resolve_counter
-from langchain_turntrim._middleware import TurnTrimMiddleware, TurnTrimStateMiddleware
+from langchain_turntrim._middleware import TurnTrimMiddleware
+from langchain_turntrim._state_middleware import TurnTrimStateMiddleware
 from langchain_turntrim._tracing import (
     CACHE_EVENT_NAME,
     EVENT_NAME,

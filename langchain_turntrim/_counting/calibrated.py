@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import BaseMessage
 
 from langchain_turntrim._core import check_count
 from langchain_turntrim._counting.additive import AdditiveCounter, checked_counts
@@ -28,7 +28,7 @@ from langchain_turntrim._counting.protocol import TokenCounter
 if TYPE_CHECKING:
     from langchain_turntrim._counting.callback import CalibrationCallback
 
-__all__ = ["CalibratedCounter", "Calibration", "reported_input_tokens"]
+__all__ = ["CalibratedCounter", "Calibration"]
 
 logger = logging.getLogger("langchain_turntrim")
 
@@ -391,13 +391,3 @@ def _gauss(m: list[list[float]], v: list[float]) -> list[float] | None:
     for r in reversed(range(size)):
         out[r] = (v[r] - sum(m[r][k] * out[k] for k in range(r + 1, size))) / m[r][r]
     return out
-
-
-def reported_input_tokens(messages: Sequence[Any]) -> int | None:
-    """The ``usage_metadata["input_tokens"]`` of the last AI message that has one."""
-    for message in reversed(messages):
-        if isinstance(message, AIMessage) and message.usage_metadata:
-            tokens = message.usage_metadata.get("input_tokens")
-            if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
-                return tokens
-    return None

@@ -14,7 +14,8 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
-from langchain_turntrim._counting.calibrated import CalibratedCounter, reported_input_tokens
+from langchain_turntrim._counting.calibrated import CalibratedCounter
+from langchain_turntrim._usage import reported_input_tokens
 
 __all__ = ["CalibrationCallback"]
 
