@@ -254,13 +254,13 @@ def _find(planned: Sequence[Any], index: int, ident: object) -> int:
     none; at ``index`` last time) is now; 0 when gone."""
     if ident is None:
         return 0
-    if isinstance(ident, str):
-        if index < len(planned) and _message_id(planned[index]) == ident:
-            return index
-        return next((i for i, m in enumerate(planned) if _message_id(m) == ident), 0)
-    if index < len(planned) and planned[index] is ident:
+
+    def same(message: object) -> bool:
+        return _message_id(message) == ident if isinstance(ident, str) else message is ident
+
+    if index < len(planned) and same(planned[index]):
         return index
-    return next((i for i, m in enumerate(planned) if m is ident), 0)
+    return next((i for i, m in enumerate(planned) if same(m)), 0)
 
 
 def check_clock(clock: object) -> None:

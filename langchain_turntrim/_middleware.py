@@ -131,7 +131,7 @@ class TurnTrimMiddleware(_Base):
         self._timed = time_to_cache and checked.trim_to == AUTO
         self._clock = CacheClock(clock)
         #: (id(model), ttl) -> (model, its cache rules).
-        self._prices: dict[tuple[int, str | None], tuple[object, CachePrice]] = {}
+        self._prices: LRU[tuple[object, CachePrice]] = LRU(_Sizing.MODELS * 2)
         self._trimmer = TurnTrimmer.from_options(checked)
         self._sizing: _Sizing | None = None
         #: id(trimmer) -> (trimmer, what its calls learned from overflows).
@@ -225,10 +225,8 @@ class TurnTrimMiddleware(_Base):
         key = (id(model), ttl)
         found = self._prices.get(key)
         if found is None or found[0] is not model:
-            if len(self._prices) >= _Sizing.MODELS * 2:
-                self._prices.clear()
             found = (model, self._trimmer.options.price_for(model, ttl))
-            self._prices[key] = found
+            self._prices.put_many(((key, found),))
         return Call(self._clock.thread(thread_id()), found[1])
 
     def _answered(

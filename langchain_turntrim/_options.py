@@ -9,7 +9,6 @@ it is resolved, by the entry point that counts with it.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypedDict, get_args
@@ -21,7 +20,7 @@ from langchain_turntrim._cache_rules import (
     check_cache_price,
 )
 from langchain_turntrim._core import check_count, check_trim_to
-from langchain_turntrim._core.depth import CachePrice
+from langchain_turntrim._core.depth import CachePrice, check_rate
 from langchain_turntrim._safe_repr import safe_repr
 
 __all__ = [
@@ -98,13 +97,7 @@ def _cache_price(value: object, _: TrimOptions, name: str) -> object:
 
 
 def _context_value(value: object, _: TrimOptions, name: str) -> float:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        msg = f"{name} must be a number, got {type(value).__name__} {safe_repr(value, 80)}"
-        raise TypeError(msg)
-    if not math.isfinite(value) or value < 0:
-        msg = f"{name} must be finite and >= 0, got {value!r}"
-        raise ValueError(msg)
-    return float(value)
+    return check_rate(value, name)
 
 
 @dataclass(frozen=True)

@@ -24,15 +24,39 @@ half, a change of step often leaves the cut where it is too.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from langchain_turntrim._core.kinds import check_count
+from langchain_turntrim._safe_repr import safe_repr
 
-__all__ = ["CachePrice", "Cut", "auto_cut", "auto_level", "call_cost", "cold_keep"]
+__all__ = [
+    "CachePrice",
+    "Cut",
+    "auto_cut",
+    "auto_level",
+    "call_cost",
+    "check_rate",
+    "cold_keep",
+    "floor_turn",
+]
 
 #: How many recent model calls the growth per call is measured over.
 GROWTH_CALLS = 64
+
+
+def check_rate(value: object, name: str, *, positive: bool = False) -> float:
+    """``value`` as a float if it is a finite number >= 0 (> 0 when
+    ``positive``), not a bool; else a ``TypeError``/``ValueError`` naming it."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        msg = f"{name} must be a number, got {type(value).__name__} {safe_repr(value, 80)}"
+        raise TypeError(msg)
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        msg = f"{name} must be finite and {'> 0' if positive else '>= 0'}, got {value!r}"
+        raise ValueError(msg)
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -58,14 +82,7 @@ class CachePrice:
 
     def __post_init__(self) -> None:
         for field in ("read", "write", "ttl"):
-            value = getattr(self, field)
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
-                msg = f"CachePrice.{field} must be a number, got {type(value).__name__}"
-                raise TypeError(msg)
-            if not math.isfinite(value) or value < 0 or (field == "ttl" and value == 0):
-                bound = "> 0" if field == "ttl" else ">= 0"
-                msg = f"CachePrice.{field} must be finite and {bound}, got {value!r}"
-                raise ValueError(msg)
+            check_rate(getattr(self, field), f"CachePrice.{field}", positive=field == "ttl")
         check_count(self.min_prefix, "CachePrice.min_prefix")
         if not isinstance(self.name, str):
             msg = f"CachePrice.name must be a str, got {type(self.name).__name__}"
@@ -163,3 +180,10 @@ def call_cost(sent: int, cached: int, price: CachePrice, written: int | None = N
     fresh = sent - cached
     written = fresh if written is None else min(written, fresh)
     return cached * price.read + written * price.write + (fresh - written)
+
+
+def floor_turn(starts: Sequence[int], floor: int) -> int:
+    """The turn starting at message ``floor`` (``starts``: each turn's first
+    message), or 0 when no turn starts there."""
+    turn = bisect_left(starts, floor)
+    return turn if turn < len(starts) and starts[turn] == floor else 0

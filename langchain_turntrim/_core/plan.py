@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from langchain_turntrim._core.depth import Cut, cold_keep
+from langchain_turntrim._core.depth import Cut, cold_keep, floor_turn
 from langchain_turntrim._core.stable import candidates, stable_first
 
 __all__ = ["Previous", "TrimPlan", "plan_turns"]
@@ -194,7 +194,7 @@ def plan_turns(
         before = _previous_first(turn_costs, first, kept_cost, previous, max_tokens, level)
         if cut is not None and cut.floor and before < previous[0]:
             # The previous call stayed at the same floor.
-            floor = _floor_turn(starts, cut.floor)
+            floor = floor_turn(starts, cut.floor)
             before = max(before, floor) if floor < previous[0] else before
         moved = before < previous[0] and starts[before] != keep_from
     total_turns = sum(turn_costs) if first else kept_cost
@@ -234,7 +234,7 @@ def _deeper(
     is kept still fits."""
     chosen = first
     if cut.floor:
-        floor = _floor_turn(starts, cut.floor)
+        floor = floor_turn(starts, cut.floor)
         if floor >= greedy:
             chosen = floor
     if cut.cold and cut.level < max_tokens:
@@ -247,12 +247,6 @@ def _deeper(
     if chosen == first:
         return first, cost
     return chosen, sum(turn_costs[chosen:])
-
-
-def _floor_turn(starts: Sequence[int], floor: int) -> int:
-    """The turn starting at message ``floor``, or 0 when no turn starts there."""
-    turn = bisect_left(starts, floor)
-    return turn if turn < len(starts) and starts[turn] == floor else 0
 
 
 def _walk_back(turn_costs: Sequence[int], first: int, cost: int, room: int) -> tuple[int, int]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import weakref
-from bisect import bisect_left
 from collections import deque
 from collections.abc import Sequence
 from typing import Any, Final
@@ -32,7 +31,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_turntrim._calls import unanswered_calls
 from langchain_turntrim._compaction.ladder import PINNED_KINDS
 from langchain_turntrim._core import ANCHOR, REPLY, START, TrimPlan, plan_costs, request_order
-from langchain_turntrim._core.depth import Cut
+from langchain_turntrim._core.depth import Cut, floor_turn
 from langchain_turntrim._core.stable import candidates
 from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.tools import tools_key
@@ -187,10 +186,9 @@ def _cut(cut: Cut, starts: Sequence[int], greedy: int, first: int, estimated: in
     exact search) while it is at or after the exact greedy cut ``greedy``;
     deeper, when cold, to the cut placed on the estimate (``estimated``)."""
     n = len(starts)
-    if cut.floor:
-        floor = bisect_left(starts, cut.floor)
-        if floor < n and starts[floor] == cut.floor and floor >= greedy:
-            first = floor
+    floor = floor_turn(starts, cut.floor) if cut.floor else 0
+    if floor and floor >= greedy:
+        first = floor
     if cut.cold and first < n and estimated < n:
         first = max(first, estimated)
     return first
