@@ -41,6 +41,7 @@ SCENARIOS: Final[dict[str, tuple[Scenario, bool]]] = {
     "approximate-loop": (scenarios.approximate_loop, False),
     "memory": (memory.memory, False),
     "cache": (memory.cache, True),
+    "held": (memory.held, True),
     "long-turns": (long_turns.long_turns, False),
     "stable-prefix": (stable_prefix.stable_prefix, False),
     "cache-cost": (cache_cost.cache_cost, False),

@@ -8,6 +8,7 @@ their output into rows.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import resource
 import subprocess
@@ -19,13 +20,13 @@ from typing import Any, Final
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from benchmarks.conversations import Source, make_source, records
+from benchmarks.conversations import Source, fresh_messages, make_source, records
 from benchmarks.encoding import EXACT_MODEL, REPO_ROOT, load_exact_encoding
 from benchmarks.report import Row, Target
 from benchmarks.scenarios import BUDGET_FRACTION, Settings, sum_tokens
 from langchain_turntrim import TiktokenCounter, TurnTrimmer, trim_history
 
-__all__ = ["cache", "memory"]
+__all__ = ["cache", "held", "memory"]
 
 #: The LRU size of the cache scenario, and how many messages each trim gets.
 CACHE_SIZE: Final = 10_000
@@ -132,10 +133,33 @@ def probe_cache(_source: Source, n: int) -> dict[str, Any]:
     }
 
 
+def probe_held(source: Source, n: int) -> dict[str, Any]:
+    """Python-level bytes an exact trimmer holds for an ``n``-message history it
+    trimmed as an agent loop does (without its last two messages, without its
+    last one, then whole): every cache and remembered history, not the messages."""
+    problem = load_exact_encoding()
+    if problem:
+        raise RuntimeError(problem)
+    messages = fresh_messages(source.conversation(n), "held")
+    budget = int(TiktokenCounter(EXACT_MODEL).count(messages) * BUDGET_FRACTION)
+    trimmer = TurnTrimmer(max_tokens=budget, token_counter=TiktokenCounter(EXACT_MODEL))
+    trimmer.trim(messages[:1])  # the encoding and the tools' caches, loaded
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for end in (n - 2, n - 1, n):
+        trimmer.trim(messages[:end])
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    return {"messages": n, "held_bytes": held}
+
+
 PROBES: Final[dict[str, Callable[[Source, int], dict[str, Any]]]] = {
     "rss": probe_rss,
     "tracemalloc": probe_tracemalloc,
     "cache": probe_cache,
+    "held": probe_held,
 }
 
 
@@ -181,6 +205,19 @@ def cache(settings: Settings) -> list[Row]:
     row.notes.append(
         f"{found['entries']:,} counts cached; peak RSS grew {growth:.0f} MiB "
         f"after the first {CHUNK:,} messages"
+    )
+    row.details.update(found)
+    return [row]
+
+
+def held(settings: Settings) -> list[Row]:
+    n = settings.size(10_000, 2_000)
+    found = run_probe("held", settings.source, n)
+    row = Row(
+        f"caches, {n:,} msgs, exact",
+        "bytes held per message (counts, remembered histories)",
+        Target("<=", 300, unit="B"),
+        found["held_bytes"] / n,
     )
     row.details.update(found)
     return [row]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from benchmarks.cli import QUALITY
-from benchmarks.report import show_ratio
+from benchmarks.report import show_figure
 
 __all__ = ["INPUTS", "main", "render", "replace_between"]
 
@@ -48,7 +48,7 @@ def _figure(row: dict[str, Any]) -> str:
     if ratio is None:
         return "—"
     target = row["target"]
-    shown = f"{ratio:.1%}" if target.endswith("%") else show_ratio(ratio)
+    shown = show_figure(ratio, target)
     return f"{shown} {MARK[row['status'] == 'met']}" if target else shown
 
 

@@ -22,21 +22,34 @@ def show_ratio(ratio: float) -> str:
     return f"{ratio:,.{digits}f}x"
 
 
+def show_figure(ratio: float, target: str) -> str:
+    """``ratio`` shown as its target ``target`` (``str(Target)``, or "") is:
+    a percentage, a ratio, or a whole number of the target's unit ("<= 300 B")."""
+    if target.endswith("%"):
+        return f"{ratio:.1%}"
+    _, _, unit = target.partition(" ")[2].partition(" ")
+    return f"{ratio:,.0f} {unit}" if unit else show_ratio(ratio)
+
+
 @dataclass(frozen=True)
 class Target:
-    """``ratio <= value`` or ``ratio >= value``; ``percent`` shows both as percentages."""
+    """``ratio <= value`` or ``ratio >= value``; ``percent`` shows both as
+    percentages, ``unit`` (e.g. ``"B"``) as a whole number of that unit."""
 
     op: Literal["<=", ">="]
     value: float
     percent: bool = False
+    unit: str | None = None
 
     def met(self, ratio: float) -> bool:
         return ratio <= self.value if self.op == "<=" else ratio >= self.value
 
     def show(self, ratio: float) -> str:
-        return f"{ratio:.1%}" if self.percent else show_ratio(ratio)
+        return show_figure(ratio, str(self))
 
     def __str__(self) -> str:
+        if self.unit is not None:
+            return f"{self.op} {self.value:,.0f} {self.unit}"
         value = f"{self.value:.0%}" if self.percent else f"{self.value:g}x"
         return f"{self.op} {value}"
 

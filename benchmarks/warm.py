@@ -2,31 +2,33 @@
 
 Between two model calls an agent's history gains a message or two; the
 trimmer has planned the rest before. The floor of such a call is checking
-that the messages it remembers are still there and unchanged: a bare loop
-that, for each message, reads its counted fields and checks that each one is
-still the same object (``message_fields``, ``is``). Each row compares one
-warm ``TurnTrimmer.trim`` (exact counting) with that loop over the same
-messages, side by side.
+that the messages it remembers are still there and unchanged (each counted
+field still the same object: ``floors.Remembered``), and counting what is
+new. Each size gives two rows, exact counting, side by side with the floor:
+one warm ``TurnTrimmer.trim`` of the history it trimmed just before, against
+the check alone; and a trim of a history one message longer than the last
+one it trimmed, against the check plus the full count of that message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Final
+import functools
+from collections.abc import Callable
+from typing import Final
 
 from langchain_core.messages import BaseMessage
 
 from benchmarks.conversations import fresh_messages
 from benchmarks.encoding import EXACT_MODEL
+from benchmarks.floors import Remembered, full_count
 from benchmarks.report import Row, Target, seconds_summary
-from benchmarks.scenarios import BUDGET_FRACTION, Settings
-from benchmarks.timing import Prepare, interleave, median_ratio
+from benchmarks.scenarios import BUDGET_FRACTION, Settings, exact_encode
+from benchmarks.timing import interleave, median_ratio
 from langchain_turntrim import TiktokenCounter, TurnTrimmer
-from langchain_turntrim._counting.keys import fields_getter, message_fields
 
-__all__ = ["SIZES", "bare_check", "warm_scaling"]
+__all__ = ["SIZES", "warm_scaling"]
 
-#: History sizes of the scaling table; the target applies from TARGET_FROM messages.
+#: History sizes of the scaling table; the targets apply from TARGET_FROM messages.
 SIZES: Final = (10, 100, 1_000, 2_000, 10_000)
 QUICK_SIZES: Final = (10, 100, 1_000, 2_000)
 TARGET_FROM: Final = 2_000
@@ -36,21 +38,12 @@ SAMPLE_MESSAGES: Final = 100_000
 APPENDED_CALLS: Final = 20
 
 
-def bare_check(messages: Sequence[BaseMessage], remembered: Sequence[tuple[Any, ...]]) -> bool:
-    """The floor: each message's counted fields are still the remembered objects."""
-    for message, fields in zip(messages, remembered, strict=True):
-        for now, then in zip(fields_getter(message)(vars(message)), fields, strict=True):
-            if now is not then:
-                return False
-    return True
-
-
 def warm_scaling(settings: Settings) -> list[Row]:
     sizes = QUICK_SIZES if settings.quick else SIZES
-    return [_at(settings, n) for n in sizes]
+    return [row for n in sizes for row in _at(settings, n)]
 
 
-def _at(settings: Settings, n: int) -> Row:
+def _at(settings: Settings, n: int) -> list[Row]:
     base = settings.source.conversation(n)
     calls = max(1, SAMPLE_MESSAGES // n)
     counter = TiktokenCounter(EXACT_MODEL)
@@ -77,33 +70,51 @@ def _at(settings: Settings, n: int) -> Row:
         primed = [seen(f"{tag}.{i}") for i in range(min(calls, APPENDED_CALLS))]
         return lambda: [trimmer.trim(messages) for trimmer, messages in primed]
 
-    def floor(repeats: int) -> Prepare:
-        def prepare(tag: str) -> Callable[[], object]:
-            messages = fresh_messages(base, tag)
-            remembered = [message_fields(m) for m in messages]
-            return lambda: [bare_check(messages, remembered) for _ in range(repeats)]
+    count = functools.partial(full_count, exact_encode())
 
-        return prepare
+    def floor(tag: str) -> Callable[[], object]:
+        remembered = Remembered()
+        remembered.add(fresh_messages(base, tag))
+        return lambda: [remembered.unchanged() for _ in range(calls)]
 
-    arms: dict[str, Prepare] = {
-        "warm": same,
-        "appended": appended,
-        "floor": floor(calls),
-        "floor-appended": floor(min(calls, APPENDED_CALLS)),
-    }
-    times = interleave(arms, settings.repeats)
-    ratio = median_ratio(times["warm"], times["floor"])
-    appended_ratio = median_ratio(times["appended"], times["floor-appended"])
-    target = Target("<=", 1.5) if n >= TARGET_FROM else None
-    row = Row(
-        f"warm trim, {n:,} msgs",
-        "TurnTrimmer.trim, history seen / bare field-identity loop",
-        target,
-        ratio,
-        details=seconds_summary(times),
+    def floor_appended(tag: str) -> Callable[[], object]:
+        # As many histories as the appended arm has: each checked, its last message counted.
+        histories = []
+        for i in range(min(calls, APPENDED_CALLS)):
+            messages = fresh_messages(base, f"{tag}.{i}")
+            remembered = Remembered()
+            remembered.add(messages[:-1])
+            histories.append((remembered, messages[-1:]))
+        return lambda: [(r.unchanged(), count(new)) for r, new in histories]
+
+    times = interleave(
+        {"warm": same, "appended": appended, "floor": floor, "floor-appended": floor_appended},
+        settings.repeats,
     )
-    row.details.update(
-        messages=n, budget=budget, calls_per_sample=calls, ratio_appended=appended_ratio
-    )
-    row.notes.append(f"one message appended since the last call: {appended_ratio:.2f}x")
-    return row
+    big = n >= TARGET_FROM
+
+    def row(comparison: str, target: float, arm: str, floor: str) -> Row:
+        found = Row(
+            f"warm trim, {n:,} msgs",
+            comparison,
+            Target("<=", target) if big else None,
+            median_ratio(times[arm], times[floor]),
+            details=seconds_summary({k: times[k] for k in (arm, floor)}),
+        )
+        found.details.update(messages=n, budget=budget, calls_per_sample=calls)
+        return found
+
+    return [
+        row(
+            "TurnTrimmer.trim, history seen / the check of its fields (Remembered.unchanged)",
+            1.5,
+            "warm",
+            "floor",
+        ),
+        row(
+            "one message appended: TurnTrimmer.trim / the check plus full_count of that message",
+            1.25,
+            "appended",
+            "floor-appended",
+        ),
+    ]

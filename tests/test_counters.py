@@ -236,19 +236,30 @@ def test_equal_messages_in_new_objects_are_not_counted_again() -> None:
     assert tally.calls == {"hello": 1, "": 1}
 
 
-def test_in_place_edits_need_an_assignment_or_clear() -> None:
+def test_the_cache_by_content_sees_in_place_edits() -> None:
     tally = Tally()
     cached = CachedCounter(tally)
     message = HumanMessage([{"type": "text", "text": "short"}])
     before = cached.count_each([message])
     message.content.append({"type": "text", "text": "a much longer block"})  # type: ignore[union-attr]
-    assert cached.count_each([message]) == before  # documented: not seen
+    assert cached.count_each([message]) != before
+
+
+def test_a_remembered_history_needs_an_assignment_or_clear_after_in_place_edits() -> None:
+    trimmer = TurnTrimmer(max_tokens=10_000, token_counter=Tally())
+    message = HumanMessage([{"type": "text", "text": "short"}])
+    history = [message, AIMessage("ok")]
+    trimmer.trim(history)
+    before = trimmer.report(history).tokens_after  # planned twice: remembered
+    message.content.append({"type": "text", "text": "a much longer block"})  # type: ignore[union-attr]
+    assert trimmer.report(history).tokens_after == before  # documented: not seen
     message.content = list(message.content)  # an assignment is seen
-    after = cached.count_each([message])
+    after = trimmer.report(history).tokens_after
     assert after != before
     message.content.append({"type": "text", "text": "more"})
-    cached.clear()  # so is a clear
-    assert cached.count_each([message]) != after
+    trimmer.clear_cache()  # so is a clear
+    trimmer.trim(history)
+    assert trimmer.report(history).tokens_after != after
 
 
 def test_cache_is_bounded_lru() -> None:
@@ -426,7 +437,7 @@ def test_the_suite_wide_guard_catches_a_mutated_history() -> None:
         (ChatMessage(content="a", role="user"), "role", "assistant"),
     ],
 )
-def test_message_key_covers_every_field_the_identity_layer_checks(
+def test_message_key_covers_every_field_a_remembered_history_checks(
     message: BaseMessage, field: str, value: Any
 ) -> None:
     """message_key and message_fields spell the same fields out separately (for

@@ -209,13 +209,20 @@ def test_a_remembered_history_is_not_even_looked_up_message_by_message(
     trimmer.trim(messages)
     trimmer.trim(messages)
     given: list[int] = []
-    count_each = trimmer.counter.count_each
+    counter = trimmer.counter
+    assert isinstance(counter, CachedCounter)
+    costs_of, count_each = counter.costs_of, counter.count_each
 
-    def spy(messages: Sequence[BaseMessage]) -> list[int]:
+    def spy(messages: Sequence[BaseMessage], fields: Sequence[tuple[object, ...]]) -> list[int]:
+        given.append(len(messages))
+        return costs_of(messages, fields)
+
+    def spy_each(messages: Sequence[BaseMessage]) -> list[int]:
         given.append(len(messages))
         return count_each(messages)
 
-    monkeypatch.setattr(trimmer.counter, "count_each", spy)
+    monkeypatch.setattr(counter, "costs_of", spy)
+    monkeypatch.setattr(counter, "count_each", spy_each)
     trimmer.trim(messages)
     trimmer.trim([*messages, HumanMessage("next")])
     assert given == [1]  # nothing for the history seen, one for the new message

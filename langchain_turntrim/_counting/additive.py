@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from langchain_turntrim._core import check_count, describe
+from langchain_turntrim._counting.keys import Fields
 from langchain_turntrim._counting.protocol import TokenCounter
 from langchain_turntrim._counting.tools import tool_messages
 from langchain_turntrim._messages import check_messages
@@ -49,6 +50,12 @@ class AdditiveCounter:
     def costs(self, messages: Sequence[BaseMessage]) -> list[int]:
         """``count_each(messages)``, checked: one exact int >= 0 per message."""
         return checked_counts(self.count_each(messages), messages, self.source)
+
+    def costs_of(self, messages: Sequence[BaseMessage], fields: Sequence[Fields]) -> list[int]:
+        """``costs(messages)``, whose ``message_fields`` the caller read as
+        ``fields`` (a cache files the counts under them; others read anew)."""
+        del fields
+        return self.costs(messages)
 
     def checked_overhead(self) -> int:
         """``overhead``, checked where it is used (a property may change its answer)."""

@@ -1,12 +1,10 @@
 """``LRU``: the bounded, thread-safe map of the caches looked up by key.
 
-It holds the count caches by content (``CachedCounter``'s second layer,
+It holds the count caches by content (``CachedCounter``'s,
 ``WholeListCounter``'s requests), the remembered tool prices and the
 middleware's trimmers per routed model. What is not looked up by key keeps a
-structure of its own: ``CachedCounter``'s identity layer (its entries leave
-from weak-reference callbacks that take no lock), ``HistoryMemo`` and the
-whole-list planner's noted cuts (a few entries matched by a history's last
-message).
+structure of its own: ``HistoryMemo`` and the whole-list planner's noted cuts
+(a few entries matched by a history's last message).
 """
 
 from __future__ import annotations

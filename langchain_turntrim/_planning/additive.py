@@ -54,7 +54,7 @@ class AdditivePlanner(CountingPlanner):
             overhead = counter.checked_overhead()
             if tools:
                 overhead += counter.count_tools(tools)
-            return memo.plan(messages, kinds, counter.costs, max_tokens, overhead, trim_to)
+            return memo.plan(messages, kinds, counter, max_tokens, overhead, trim_to)
         kinds = message_kinds(messages) if kinds is None else kinds
         costs, overhead = counter.measure(messages, tools)
         plan = plan_costs(kinds, costs, max_tokens, overhead, trim_to)

@@ -12,10 +12,10 @@ objects, of the same kinds), is planned by counting and grouping only the
 messages after it. Anything else (a message replaced, removed or inserted, a
 field reassigned) is planned from scratch, through the per-message caches.
 
-The check of the remembered prefix is the one the identity layer of
-``CachedCounter`` makes for each message, so the memo sees every change that
-cache sees, and misses the same ones: a nested value edited in place (assign
-a new value, or call ``clear()``).
+The check of the remembered prefix is by identity: each message is the
+remembered object, and each of its counted fields too. It misses a nested
+value edited in place (assign a new value, or call ``clear()``), and nothing
+else a count depends on.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 import operator
 import threading
 from collections.abc import Callable, Sequence
-from itertools import chain, compress, repeat
+from itertools import chain
 from typing import Any, Final
 
 from langchain_core.messages import BaseMessage
@@ -31,7 +31,8 @@ from langchain_core.messages import BaseMessage
 from langchain_turntrim._calls import Calls, unanswered_calls, with_unanswered
 from langchain_turntrim._core import Grouping, TrimPlan, plan_costs
 from langchain_turntrim._core.depth import Cut
-from langchain_turntrim._counting.keys import fields_getter
+from langchain_turntrim._counting.additive import AdditiveCounter
+from langchain_turntrim._counting.keys import read_fields
 from langchain_turntrim._messages import check_messages, message_kinds
 
 __all__ = ["HISTORIES", "HistoryMemo"]
@@ -39,8 +40,6 @@ __all__ = ["HISTORIES", "HistoryMemo"]
 #: How many histories a memo remembers (the most recently planned ones).
 HISTORIES: Final = 8
 
-#: Per-message counts of a list of messages, validated (one int >= 0 each).
-Count = Callable[[Sequence[BaseMessage]], list[int]]
 Getter = Callable[[dict[str, Any]], tuple[Any, ...]]
 
 
@@ -75,32 +74,32 @@ class _Entry:
         )
 
     def extend(
-        self, messages: Sequence[BaseMessage], kinds: list[int] | None, count: Count
+        self, messages: Sequence[BaseMessage], kinds: list[int] | None, counter: AdditiveCounter
     ) -> None:
         """Count, classify (unless ``kinds`` are given) and group ``messages``
         after the remembered ones.
 
-        Fields are read before counting: if another thread reassigns one in
-        between, the remembered fields are the older ones, and the next call
-        sees the change and counts again.
+        Fields are read once, before counting, and the counts are made from
+        them: if another thread reassigns one meanwhile, the remembered fields
+        are the older ones, and the next call sees the change and counts again.
         """
         if not messages:
             return
-        getters = list(map(fields_getter, messages))
-        read = []
-        for getter in dict.fromkeys(getters):
-            group = list(compress(messages, map(operator.is_, getters, repeat(getter))))
-            read.append((getter, group, list(chain.from_iterable(map(getter, map(vars, group))))))
+        check_messages(messages)
+        getters, fields = read_fields(messages, range(len(messages)))
         if kinds is None:
             kinds = message_kinds(messages)
-        costs = count(messages)
+        costs = counter.costs_of(messages, fields)
         self.grouping.extend(kinds, costs)
         self.calls.feed(messages, kinds)
         self.messages.extend(messages)
-        for getter, group, fields in read:
-            known, known_fields = self.classes.setdefault(getter, ([], []))
-            known.extend(group)
-            known_fields.extend(fields)
+        classes = self.classes
+        for getter, message, read in zip(getters, messages, fields, strict=True):
+            group = classes.get(getter)
+            if group is None:
+                group = classes[getter] = ([], [])
+            group[0].append(message)
+            group[1].extend(read)
 
 
 class HistoryMemo:
@@ -143,12 +142,12 @@ class HistoryMemo:
         self,
         messages: Sequence[BaseMessage],
         kinds: Sequence[int] | None,
-        count: Count,
+        counter: AdditiveCounter,
         max_tokens: int,
         overhead: int,
         trim_to: int | Cut | None,
     ) -> TrimPlan:
-        """The plan of ``messages``: counted (with ``count``) and grouped only
+        """The plan of ``messages``: counted (by ``counter``) and grouped only
         after the most recent remembered history they start with, if any."""
         if kinds is not None:
             kinds = list(kinds)
@@ -162,20 +161,20 @@ class HistoryMemo:
         if entry is None:
             if not self._sighted(messages):
                 kinds = message_kinds(messages) if kinds is None else kinds
-                costs = count(messages)
+                costs = counter.costs(messages)
                 self._sight(messages)
                 plan = plan_costs(kinds, costs, max_tokens, overhead, trim_to)
                 return unanswered_calls(plan, messages, kinds)
             check_messages(messages)
             entry = _Entry()
         try:
-            entry.extend(messages[start:], None if kinds is None else kinds[start:], count)
+            entry.extend(messages[start:], None if kinds is None else kinds[start:], counter)
         except (TypeError, ValueError):
             if not start:
                 raise
             # Errors name messages by index: go through the whole list for the right one.
             entry = _Entry()
-            entry.extend(messages, kinds, count)
+            entry.extend(messages, kinds, counter)
         plan = with_unanswered(
             entry.grouping.plan(max_tokens, overhead, trim_to), entry.calls.of_request()
         )
