@@ -145,6 +145,14 @@ def observed(callbacks: Callbacks) -> bool:
     return bool(CallbackManager.configure(inheritable_callbacks=callbacks).handlers)
 
 
+def _run_observed(own: BaseCallbackManager) -> bool:
+    """Whether a handler would see an event of the run whose child manager is
+    ``own``: LangChain chose the run's handlers when it started (those passed,
+    inherited, tracing, hooks such as ``collect_runs``), and its child
+    manager holds the inheritable ones, so no configuring is needed."""
+    return bool(own.handlers or own.inheritable_handlers)
+
+
 def _logged(report: TrimReport[Any], extra: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The summary, logged, when the DEBUG line is wanted; else None (not built)."""
     if not logger.isEnabledFor(logging.DEBUG):
@@ -179,7 +187,7 @@ def _prepare(
     own = current.get("callbacks")
     if not isinstance(own, BaseCallbackManager) or own.parent_run_id is None:
         return _logged(report, extra), None, None  # not inside a run (the common case)
-    if not observed(own):
+    if not _run_observed(own):
         # No handler: no tracer to attach to, and on_custom_event would return at once.
         return _logged(report, extra), None, None
     summary = _logged(report, extra) or trim_summary(report, extra)
@@ -242,7 +250,7 @@ def _cache_run(
     own = current.get("callbacks")
     if not isinstance(own, BaseCallbackManager) or own.parent_run_id is None:
         return None
-    if not observed(own):
+    if not _run_observed(own):
         return None
     built = built or figures()
     config = ensure_config()
