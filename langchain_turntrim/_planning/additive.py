@@ -27,7 +27,7 @@ class AdditivePlanner(CountingPlanner):
     only grew since is counted and grouped for its new messages alone.
     """
 
-    __slots__ = ("cache_size", "memo")
+    __slots__ = ("_priced", "cache_size", "memo")
 
     counter: AdditiveCounter
 
@@ -35,6 +35,9 @@ class AdditivePlanner(CountingPlanner):
         self.counter = counter
         self.cache_size = cache_size
         self.memo = HistoryMemo(cache_size) if cache_size and counter.stable else None
+        #: The tools the newest plan was made with (the very object), and their price:
+        #: the report asks for it right after (``tool_tokens``).
+        self._priced: tuple[Sequence[Any], int] = ((), 0)
 
     def plan(
         self,
@@ -53,7 +56,9 @@ class AdditivePlanner(CountingPlanner):
         if memo is not None:
             overhead = counter.checked_overhead()
             if tools:
-                overhead += counter.count_tools(tools)
+                price = counter.count_tools(tools)
+                self._priced = (tools, price)
+                overhead += price
             return memo.plan(messages, kinds, counter, max_tokens, overhead, trim_to)
         kinds = message_kinds(messages) if kinds is None else kinds
         costs, overhead = counter.measure(messages, tools)
@@ -62,7 +67,10 @@ class AdditivePlanner(CountingPlanner):
 
     def tool_tokens(self, tools: Sequence[Any]) -> int:
         """The tools' price: part of the plan's ``overhead_tokens``."""
-        return self.counter.count_tools(tools) if tools else 0
+        if not tools:
+            return 0
+        priced, price = self._priced
+        return price if priced is tools else self.counter.count_tools(tools)
 
     def clear(self) -> None:
         """Forget the remembered histories, and the counter's cached counts."""
