@@ -10,6 +10,7 @@ from typing import Final
 
 from benchmarks import (
     cache_cost,
+    calibrated,
     calibration,
     long_turns,
     memory,
@@ -39,6 +40,7 @@ SCENARIOS: Final[dict[str, tuple[Scenario, bool]]] = {
     "middleware": (middleware.middleware, True),
     "approximate": (scenarios.approximate, False),
     "approximate-loop": (scenarios.approximate_loop, False),
+    "calibrated-loop": (calibrated.calibrated_loop, False),
     "memory": (memory.memory, False),
     "cache": (memory.cache, True),
     "held": (memory.held, True),

@@ -27,6 +27,7 @@ from langchain_core.messages import (
 
 from langchain_turntrim import (
     ApproximateCounter,
+    CalibratedCounter,
     TiktokenCounter,
     TurnTrimmer,
     TurnTrimOverflowError,
@@ -78,6 +79,7 @@ COUNTERS = {
     "approximate": lambda: "approximate",
     "exact": lambda: TiktokenCounter("gpt-4"),
     "own": Lengths,
+    "calibrated": CalibratedCounter,
 }
 
 
@@ -120,8 +122,12 @@ class WarmAgreesWithCold(RuleBasedStateMachine):
         self.messages = start
 
     def fresh(self) -> TurnTrimmer:
+        """A new trimmer; for a calibrated counter, one with the same calibration state."""
         options = dict(self.options)
-        return TurnTrimmer(**{**options, "token_counter": options["token_counter"]()})
+        counter = options["token_counter"]()
+        if self.warm is not None and isinstance(self.warm.counter, CalibratedCounter):
+            counter = copy.deepcopy(self.warm.counter)
+        return TurnTrimmer(**{**options, "token_counter": counter})
 
     @rule(new=lcst.conversations(max_turns=2), keep_system=st.booleans())
     def append_turns(self, new: list[BaseMessage], keep_system: bool) -> None:
@@ -166,6 +172,25 @@ class WarmAgreesWithCold(RuleBasedStateMachine):
     def switch_conversation(self) -> None:
         """The other conversation shares a prefix with this one, then differs."""
         self.messages, self.other = self.other, self.messages[: len(self.messages) // 2]
+
+    @precondition(lambda self: isinstance(getattr(self.warm, "counter", None), CalibratedCounter))
+    @rule(
+        data=st.data(),
+        ratio=st.floats(0.2, 4.0),
+        per_message=st.integers(-3, 12),
+        per_request=st.integers(0, 40),
+    )
+    def observe(
+        self, data: st.DataObject, ratio: float, per_message: int, per_request: int
+    ) -> None:
+        """A provider's report of some of the history (what was sent), fed to the calibration."""
+        assert self.warm is not None
+        counter = self.warm.counter
+        assert isinstance(counter, CalibratedCounter)
+        start = data.draw(st.integers(0, len(self.messages)))
+        sent = self.messages[start:]
+        base = ApproximateCounter().count(sent)
+        counter.observe(sent, max(0, round(ratio * base + per_message * len(sent) + per_request)))
 
     @invariant()
     def warm_equals_cold(self) -> None:

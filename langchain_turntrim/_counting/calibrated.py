@@ -82,10 +82,13 @@ class CalibratedCounter(AdditiveCounter):
     warm-up margin.
 
     Thread-safe: observations take a lock; counts read one immutable state,
-    so a plan never mixes two calibrations (``measure``). Nothing caches
-    calibrated counts (``resolve_counter`` never wraps this counter in a
-    ``CachedCounter``, and ``stable`` is False); the base counter's own counts
-    are cached when it is an exact counter.
+    so a plan never mixes two calibrations (``measure``, ``calibrated``,
+    ``constant``). Nothing caches calibrated counts (``resolve_counter``
+    never wraps this counter in a ``CachedCounter``, and ``stable`` is
+    False): a trimmer's planner (``CalibratedPlanner``) remembers the base
+    counts of the histories it planned and maps them under the current
+    state, O(1) a message; the base counter's own counts are cached when it
+    is an exact counter.
 
     Args:
         base: ``"approximate"`` (default), an ``AdditiveCounter`` or any
@@ -94,7 +97,7 @@ class CalibratedCounter(AdditiveCounter):
         margin: The warm-up margin, and the cap of the later one (a fraction).
     """
 
-    #: Its counts change as it learns: a planner never remembers them.
+    #: Its counts change as it learns: a planner remembers base counts instead.
     stable = False
 
     def __init__(
@@ -224,10 +227,20 @@ class CalibratedCounter(AdditiveCounter):
         (a plan never mixes two, whatever ``observe`` does meanwhile)."""
         state = self._state
         costs = checked_counts(_each(state, self.base.count_each(messages)), messages, self)
-        return costs, _overhead(state, self.base.overhead) + _tools(state, self.base, tools)
+        return costs, self.constant(state, tools)
 
     def count_tools(self, tools: Sequence[Any]) -> int:
         return _tools(self._state, self.base, tools)
+
+    def calibrated(self, state: Calibration, base: Sequence[int]) -> list[int]:
+        """The counts under ``state`` of messages whose base counts are
+        ``base`` (checked ones): O(1) a message, nothing counted."""
+        return _each(state, base)
+
+    def constant(self, state: Calibration, tools: Sequence[Any] = ()) -> int:
+        """What a request with ``tools`` adds once under ``state``: the
+        per-request constant and the tools' price."""
+        return _overhead(state, self.base.checked_overhead()) + _tools(state, self.base, tools)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -289,7 +302,11 @@ def _shifted(errors: deque[float]) -> bool:
 def _each(state: Calibration, base: Sequence[int]) -> list[int]:
     scale = 1 + state.margin
     ratio, per_message = state.ratio, state.per_message
-    return [max(0, math.ceil((ratio * b + per_message) * scale)) for b in base]
+    ceil = math.ceil
+    costs = [ceil((ratio * b + per_message) * scale) for b in base]
+    if costs and min(costs) < 0:  # a negative per-message term, on a short message
+        return [max(0, c) for c in costs]
+    return costs
 
 
 def _tools(state: Calibration, base: AdditiveCounter, tools: Sequence[Any]) -> int:

@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from langchain_turntrim._core import check_count
 
-__all__ = ["LRU"]
+__all__ = ["LRU", "SizedLRU"]
 
 V = TypeVar("V")
 
@@ -76,3 +76,43 @@ class LRU(Generic[V]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.maxsize,))
+
+
+class SizedLRU(LRU[V]):
+    """An ``LRU`` that also never holds more than ``maxbytes`` bytes, by the
+    size each entry is put with (``put``); an entry larger than that alone is
+    not stored."""
+
+    def __init__(self, maxsize: int, maxbytes: int) -> None:
+        super().__init__(maxsize)
+        self.maxbytes = check_count(maxbytes, "cache_bytes")
+        self._sizes: dict[Hashable, int] = {}
+        self.nbytes = 0
+
+    def put(self, key: Hashable | None, value: V, size: int) -> None:
+        """Store ``value`` under ``key``, ``size`` bytes, evicting the least
+        recently used entries until both bounds hold."""
+        if key is None or not self.maxsize or size > self.maxbytes:
+            return
+        data, sizes = self._data, self._sizes
+        with self._lock:
+            self.nbytes += size - sizes.get(key, 0)
+            sizes[key] = size
+            data[key] = value
+            data.move_to_end(key)
+            while len(data) > self.maxsize or self.nbytes > self.maxbytes:
+                oldest, _ = data.popitem(last=False)
+                self.nbytes -= sizes.pop(oldest)
+
+    def put_many(self, items: Sequence[tuple[Hashable | None, V]]) -> None:  # noqa: ARG002
+        msg = "SizedLRU stores entries with their sizes: use put(key, value, size)"
+        raise TypeError(msg)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self._sizes.clear()
+            self.nbytes = 0
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.maxsize, self.maxbytes))

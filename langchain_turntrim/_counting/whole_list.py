@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -11,14 +12,21 @@ from langchain_core.messages import BaseMessage
 from langchain_turntrim._core import check_count
 from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.keys import fields_keys, frozen_copy, message_fields
-from langchain_turntrim._counting.lru import LRU
+from langchain_turntrim._counting.lru import SizedLRU
 from langchain_turntrim._counting.tools import tools_key
 from langchain_turntrim._options import DEFAULT_CACHE_SIZE
 from langchain_turntrim._safe_repr import safe_repr
 
-__all__ = ["WholeListCounter"]
+__all__ = ["DEFAULT_CACHE_BYTES", "WholeListCounter"]
+
+#: The most bytes a ``WholeListCounter``'s cache holds by default (32 MiB).
+DEFAULT_CACHE_BYTES: Final = 32 * 2**20
 
 _ESTIMATE: Final = ApproximateCounter()
+#: A message's part of a key: its ``(class, digest)`` pair and the digest.
+_MESSAGE_KEY_BYTES: Final = sys.getsizeof((object, bytes(32))) + sys.getsizeof(bytes(32))
+#: An entry's own: the dict slot, the key's outer tuple, the count.
+_ENTRY_BYTES: Final = 64 + sys.getsizeof((0, 0)) + sys.getsizeof(2**40)
 
 
 class WholeListCounter:
@@ -41,7 +49,11 @@ class WholeListCounter:
     (``message_key``) and the tools' (``tools_key``); the function is given
     frozen copies of the messages (``frozen_copy``), so a count is always of
     the very fields it is filed under. ``cache_size=None`` (what ``per_list``
-    gives) leaves the size to the trimmer it is given to.
+    gives) leaves the size to the trimmer it is given to. A key holds about
+    130 bytes a message, so the cache is bounded in bytes too: at most
+    ``cache_bytes`` (``DEFAULT_CACHE_BYTES``, 32 MiB, by default) of keys
+    and counts, the least recently used requests leaving first (a request
+    whose key alone is larger is not cached).
     """
 
     #: The function may be a provider's HTTP endpoint: async callers use a thread.
@@ -55,6 +67,7 @@ class WholeListCounter:
         takes_tools: bool = False,
         bound_tools: Sequence[Any] = (),
         label: str | None = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         if not callable(function):
             msg = f"WholeListCounter needs a callable, got {type(function).__name__}"
@@ -64,11 +77,23 @@ class WholeListCounter:
         self.bound_tools = list(bound_tools)
         self.label = label or safe_repr(function)
         self.sized = cache_size is not None
-        self._cache: LRU[int] = LRU(DEFAULT_CACHE_SIZE if cache_size is None else cache_size)
+        self._cache: SizedLRU[int] = SizedLRU(
+            DEFAULT_CACHE_SIZE if cache_size is None else cache_size, cache_bytes
+        )
 
     @property
     def cache_size(self) -> int:
         return self._cache.maxsize
+
+    @property
+    def cache_bytes(self) -> int:
+        """The most bytes the cache holds."""
+        return self._cache.maxbytes
+
+    @property
+    def cached_bytes(self) -> int:
+        """The bytes the cache holds now (its keys and counts, as ``sys.getsizeof`` sizes them)."""
+        return self._cache.nbytes
 
     def resized(self, cache_size: int) -> WholeListCounter:
         """The same counter with a cache of ``cache_size`` requests (and a size of its own)."""
@@ -78,6 +103,7 @@ class WholeListCounter:
             takes_tools=self.takes_tools,
             bound_tools=self.bound_tools,
             label=self.label,
+            cache_bytes=self.cache_bytes,
         )
 
     def __len__(self) -> int:
@@ -101,7 +127,8 @@ class WholeListCounter:
             value = self._checked(self.function(copies))
             if every_tool:
                 value += self._tools_estimate(copies, every_tool, value)
-        self._cache.put_many(((key, value),))
+        if key is not None:
+            self._cache.put(key, value, _entry_bytes(key))
         return value
 
     def remembered(self, messages: Sequence[BaseMessage], tools: Sequence[Any] = ()) -> int | None:
@@ -140,7 +167,14 @@ class WholeListCounter:
         cache_size = self.cache_size if self.sized else None
         return (
             _restore,
-            (self.function, cache_size, self.takes_tools, self.bound_tools, self.label),
+            (
+                self.function,
+                cache_size,
+                self.takes_tools,
+                self.bound_tools,
+                self.label,
+                self.cache_bytes,
+            ),
         )
 
     def __repr__(self) -> str:
@@ -153,7 +187,26 @@ def _restore(
     takes_tools: bool,  # noqa: FBT001 - positional, from __reduce__
     bound_tools: list[Any],
     label: str,
+    cache_bytes: int,
 ) -> WholeListCounter:
     return WholeListCounter(
-        function, cache_size, takes_tools=takes_tools, bound_tools=bound_tools, label=label
+        function,
+        cache_size,
+        takes_tools=takes_tools,
+        bound_tools=bound_tools,
+        label=label,
+        cache_bytes=cache_bytes,
+    )
+
+
+def _entry_bytes(key: tuple[Any, ...]) -> int:
+    """What a cached count of the request keyed ``key`` holds: the entry,
+    the tuple of message keys and each message's key, the tools' key."""
+    messages, tools = key
+    return (
+        _ENTRY_BYTES
+        + sys.getsizeof(messages)
+        + len(messages) * _MESSAGE_KEY_BYTES
+        + sys.getsizeof(tools)
+        + len(tools) * _MESSAGE_KEY_BYTES
     )

@@ -32,7 +32,7 @@ from langchain_turntrim._calls import Calls, unanswered_calls, with_unanswered
 from langchain_turntrim._core import Grouping, TrimPlan, plan_costs
 from langchain_turntrim._core.depth import Cut
 from langchain_turntrim._counting.additive import AdditiveCounter
-from langchain_turntrim._counting.keys import read_fields
+from langchain_turntrim._counting.keys import Fields, read_fields
 from langchain_turntrim._messages import check_messages, message_kinds
 
 __all__ = ["HISTORIES", "HistoryMemo"]
@@ -41,6 +41,9 @@ __all__ = ["HISTORIES", "HistoryMemo"]
 HISTORIES: Final = 8
 
 Getter = Callable[[dict[str, Any]], tuple[Any, ...]]
+#: Checked per-message counts of messages whose ``message_fields`` were read
+#: (``AdditiveCounter.costs_of``).
+Count = Callable[[Sequence[BaseMessage], Sequence[Fields]], list[int]]
 
 
 class _Entry:
@@ -74,7 +77,7 @@ class _Entry:
         )
 
     def extend(
-        self, messages: Sequence[BaseMessage], kinds: list[int] | None, counter: AdditiveCounter
+        self, messages: Sequence[BaseMessage], kinds: list[int] | None, count: Count
     ) -> None:
         """Count, classify (unless ``kinds`` are given) and group ``messages``
         after the remembered ones.
@@ -89,7 +92,7 @@ class _Entry:
         getters, fields = read_fields(messages, range(len(messages)))
         if kinds is None:
             kinds = message_kinds(messages)
-        costs = counter.costs_of(messages, fields)
+        costs = count(messages, fields)
         self.grouping.extend(kinds, costs)
         self.calls.feed(messages, kinds)
         self.messages.extend(messages)
@@ -168,13 +171,15 @@ class HistoryMemo:
             check_messages(messages)
             entry = _Entry()
         try:
-            entry.extend(messages[start:], None if kinds is None else kinds[start:], counter)
+            entry.extend(
+                messages[start:], None if kinds is None else kinds[start:], counter.costs_of
+            )
         except (TypeError, ValueError):
             if not start:
                 raise
             # Errors name messages by index: go through the whole list for the right one.
             entry = _Entry()
-            entry.extend(messages, kinds, counter)
+            entry.extend(messages, kinds, counter.costs_of)
         plan = with_unanswered(
             entry.grouping.plan(max_tokens, overhead, trim_to), entry.calls.of_request()
         )

@@ -1,0 +1,164 @@
+"""``CalibratedPlanner``: an additive planner for ``CalibratedCounter``, whose
+counts change as it learns.
+
+A calibrated count is an O(1) mapping of the base counter's count under one
+calibration state (``Calibration``). So the planner remembers the base
+counts of the histories it planned (``CalibratedMemo``, a ``HistoryMemo``
+whose entries keep them, message by message, beside their ``Grouping``) and
+applies the calibration when it plans: under the state the history was last
+planned with, only the new messages are mapped and grouped; under a newer
+one, every remembered base count is mapped again and regrouped from the
+turns already found (``Grouping.recosted``), with nothing counted again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from langchain_turntrim._calls import unanswered_calls, with_unanswered
+from langchain_turntrim._core import Grouping, TrimPlan, plan_costs
+from langchain_turntrim._core.depth import Cut
+from langchain_turntrim._counting.calibrated import CalibratedCounter, Calibration
+from langchain_turntrim._counting.keys import Fields
+from langchain_turntrim._messages import check_messages, message_kinds
+from langchain_turntrim._planning.additive import AdditivePlanner
+from langchain_turntrim._planning.memo import Count, HistoryMemo, _Entry
+
+__all__ = ["CalibratedMemo", "CalibratedPlanner"]
+
+
+class _BaseEntry(_Entry):
+    """A remembered history with its base counts (``grouping`` groups them),
+    and its grouping under the calibration it was last planned with."""
+
+    __slots__ = ("base", "calibrated", "state")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.base: list[int] = []
+        self.state: Calibration | None = None
+        self.calibrated = Grouping()
+
+    def extend(
+        self, messages: Sequence[BaseMessage], kinds: list[int] | None, count: Count
+    ) -> None:
+        def counted(new: Sequence[BaseMessage], fields: Sequence[Fields]) -> list[int]:
+            costs = count(new, fields)
+            self.base.extend(costs)
+            return costs
+
+        super().extend(messages, kinds, counted)
+
+    def under(self, counter: CalibratedCounter, state: Calibration) -> Grouping:
+        """The grouping of this history's calibrated counts under ``state``."""
+        calibrated = self.calibrated
+        if self.state != state:
+            calibrated = self.grouping.recosted(counter.calibrated(state, self.base))
+        elif calibrated.size < self.grouping.size:
+            new = self.base[calibrated.size :]
+            calibrated.extend(
+                self.grouping.kinds[calibrated.size :], counter.calibrated(state, new)
+            )
+        self.calibrated, self.state = calibrated, state
+        return calibrated
+
+
+class CalibratedMemo(HistoryMemo):
+    """``HistoryMemo`` of base counts, planned under a calibration state."""
+
+    __slots__ = ()
+
+    def plan_under(
+        self,
+        messages: Sequence[BaseMessage],
+        kinds: Sequence[int] | None,
+        counter: CalibratedCounter,
+        max_tokens: int,
+        tools: Sequence[Any],
+        trim_to: int | Cut | None,
+    ) -> TrimPlan:
+        """The plan of ``messages`` under ``counter``'s current calibration
+        (one state for every count and the request's constant): the base
+        counter counts only what the remembered history they start with lacks."""
+        state = counter.calibration
+        overhead = counter.constant(state, tools)
+        base = counter.base
+        listed = None if kinds is None else self.kinds_of(messages, kinds)
+        entry = self._take(messages)
+        if not isinstance(entry, _BaseEntry) or not entry.matches(messages, listed):
+            entry = None
+        if entry is None:
+            if not self._sighted(messages):
+                listed = message_kinds(messages) if listed is None else listed
+                costs = counter.calibrated(state, base.costs(messages))
+                self._sight(messages)
+                plan = plan_costs(listed, costs, max_tokens, overhead, trim_to)
+                return unanswered_calls(plan, messages, listed)
+            check_messages(messages)
+            entry = _BaseEntry()
+        entry = self.extended(entry, messages, listed, base.costs_of)
+        plan = entry.under(counter, state).plan(max_tokens, overhead, trim_to)
+        self._put(entry)
+        return with_unanswered(plan, entry.calls.of_request())
+
+    @staticmethod
+    def extended(
+        entry: _BaseEntry,
+        messages: Sequence[BaseMessage],
+        kinds: list[int] | None,
+        count: Count,
+    ) -> _BaseEntry:
+        """``entry`` extended with the messages after the ones it remembers."""
+        start = len(entry.messages)
+        try:
+            entry.extend(messages[start:], None if kinds is None else kinds[start:], count)
+        except (TypeError, ValueError):
+            if not start:
+                raise
+            # Errors name messages by index: go through the whole list for the right one.
+            entry = _BaseEntry()
+            entry.extend(messages, kinds, count)
+        return entry
+
+    @staticmethod
+    def kinds_of(messages: Sequence[BaseMessage], kinds: Sequence[int]) -> list[int]:
+        """``kinds`` as a list, one per message."""
+        listed = list(kinds)
+        if len(listed) != len(messages):
+            msg = f"got {len(listed)} kinds for {len(messages)} messages"
+            raise ValueError(msg)
+        return listed
+
+
+class CalibratedPlanner(AdditivePlanner):
+    """``AdditivePlanner`` for a ``CalibratedCounter``: with a ``cache_size``,
+    it remembers the base counts of the last histories it planned
+    (``CalibratedMemo``) and plans them under the current calibration."""
+
+    __slots__ = ()
+
+    counter: CalibratedCounter
+
+    def __init__(self, counter: CalibratedCounter, cache_size: int) -> None:
+        super().__init__(counter, cache_size)
+        self.memo = CalibratedMemo(cache_size) if cache_size else None
+
+    def plan(
+        self,
+        messages: Sequence[BaseMessage],
+        kinds: Sequence[int] | None,
+        max_tokens: int,
+        *,
+        tools: Sequence[Any] = (),
+        trim_to: int | Cut | None = None,
+        pinned_alone: bool = True,
+    ) -> TrimPlan:
+        memo = self.memo
+        if not isinstance(memo, CalibratedMemo):
+            return super().plan(
+                messages, kinds, max_tokens, tools=tools, trim_to=trim_to, pinned_alone=pinned_alone
+            )
+        return memo.plan_under(messages, kinds, self.counter, max_tokens, tools, trim_to)
