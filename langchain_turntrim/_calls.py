@@ -74,6 +74,9 @@ class Calls:
         from index ``start`` on (a turn's start: the calls before it are not
         looked at)."""
         base, n = self.size, len(messages)
+        if not self._open and REPLY not in kinds:  # no call to look at (most of an agent's steps)
+            self.size = base + n
+            return
         if self._open:  # the results of the previous feed's last reply may go on
             start = _answer(self._open, messages, kinds, 0)
             if start < n:

@@ -74,8 +74,8 @@ def to_messages(value: object) -> list[BaseMessage]:
     if not isinstance(value, Sequence) or isinstance(value, (str, bytes, bytearray)):
         msg = f"expected a sequence of messages or a PromptValue, got {type(value).__name__}"
         raise TypeError(msg)
-    if all(issubclass(t, BaseMessage) for t in set(map(type, value))):
-        return list(value)  # the common case, in one C-level pass
+    if _all_messages(value):
+        return list(value)  # the common case, in C-level passes
     return [m if isinstance(m, BaseMessage) else _convert_one(i, m) for i, m in enumerate(value)]
 
 
@@ -96,9 +96,25 @@ def _reason(error: BaseException) -> str:
         return type(error).__name__
 
 
+#: The ``BaseMessage`` classes seen so far (a set only grows: classes are few).
+_message_classes: set[type] = set()
+
+
+def _all_messages(items: Sequence[object]) -> bool:
+    """Whether every item is a ``BaseMessage``: its classes, one C-level pass,
+    against the message classes seen before."""
+    classes = set(map(type, items))
+    if classes <= _message_classes:
+        return True
+    if all(issubclass(c, BaseMessage) for c in classes):
+        _message_classes.update(classes)
+        return True
+    return False
+
+
 def check_messages(messages: Sequence[object]) -> None:
     """Raise ``TypeError`` naming the first item that is not a ``BaseMessage``."""
-    if all(issubclass(t, BaseMessage) for t in set(map(type, messages))):
+    if _all_messages(messages):
         return
     for i, item in enumerate(messages):
         if not isinstance(item, BaseMessage):

@@ -198,7 +198,7 @@ def plan_turns(
             before = max(before, floor) if floor < previous[0] else before
         moved = before < previous[0] and starts[before] != keep_from
     total_turns = sum(turn_costs) if first else kept_cost
-    return TrimPlan(
+    return _plan(
         size=size,
         keep_from=keep_from,
         pinned=tuple(pinned),
@@ -213,8 +213,17 @@ def plan_turns(
         newest_turn_start=starts[-1] if starts else size,
         trim_to=level,
         start_moved=moved,
+        unanswered=(),
         growth=growth,
     )
+
+
+def _plan(**fields: object) -> TrimPlan:
+    """``TrimPlan(**fields)``, every field given, without the frozen dataclass's
+    per-field ``object.__setattr__`` (a plan is made at every trim)."""
+    plan = object.__new__(TrimPlan)
+    vars(plan).update(fields)
+    return plan
 
 
 def _deeper(

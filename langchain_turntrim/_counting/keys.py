@@ -42,6 +42,9 @@ _specs: dict[type, tuple[tuple[str, ...], Getter]] = {}
 def _spec(message: BaseMessage) -> tuple[tuple[str, ...], Getter]:
     spec = _specs.get(type(message))
     if spec is None:
+        if not isinstance(message, BaseMessage):
+            msg = f"expected a BaseMessage, got {type(message).__name__}"
+            raise TypeError(msg)
         names = next((n for c, n in _FIELDS_BY_CLASS if isinstance(message, c)), _COMMON_FIELDS)
         spec = _specs[type(message)] = (names, operator.itemgetter(*names))
     return spec
@@ -57,7 +60,8 @@ def read_fields(
     messages: Sequence[BaseMessage], indices: Sequence[int]
 ) -> tuple[list[Getter], list[Fields]]:
     """``fields_getter`` and ``message_fields`` of ``messages[i]`` for each of
-    ``indices``, in one pass (each message's fields read once)."""
+    ``indices``, in one pass (each message's fields read once). Raises
+    ``TypeError`` for an item that is not a ``BaseMessage``."""
     getters: list[Getter] = []
     fields: list[Fields] = []
     specs = _specs

@@ -88,8 +88,11 @@ class _Entry:
         """
         if not messages:
             return
-        check_messages(messages)
-        getters, fields = read_fields(messages, range(len(messages)))
+        try:
+            getters, fields = read_fields(messages, range(len(messages)))
+        except TypeError:
+            check_messages(messages)  # names the item
+            raise
         if kinds is None:
             kinds = message_kinds(messages)
         costs = count(messages, fields)
