@@ -11,7 +11,6 @@ history grows; ``without`` is the copy of an assistant message without them
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from itertools import compress, islice
 from typing import Any, Final
@@ -141,7 +140,7 @@ def unanswered_calls(
 
 def with_unanswered(plan: TrimPlan, unanswered: Unanswered) -> TrimPlan:
     """``plan`` with the unanswered calls found (itself when there are none)."""
-    return dataclasses.replace(plan, unanswered=unanswered) if unanswered else plan
+    return plan.replaced(unanswered=unanswered) if unanswered else plan
 
 
 def without(message: BaseMessage, ids: frozenset[str]) -> BaseMessage | None:

@@ -8,9 +8,9 @@ from the one the previous model call kept.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TypeVar
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_turntrim._core.depth import Cut, cold_keep, floor_turn
 from langchain_turntrim._core.stable import candidates, stable_first
@@ -78,7 +78,40 @@ class TrimPlan:
     start_moved: bool = False
     # What is sent, not the cut: two plans of the same cut are the same decision.
     unanswered: tuple[tuple[int, frozenset[str]], ...] = field(default=(), compare=False)
-    growth: float = field(default=0.0, compare=False)
+    # No class attribute (a factory): a plan may compute it when read (``compute_later``).
+    growth: float = field(default_factory=float, compare=False)
+
+    if not TYPE_CHECKING:  # mypy would take any attribute name as valid
+
+        def __getattr__(self, name: str) -> Any:
+            """A figure left to compute when read (``compute_later``)."""
+            later = vars(self).get("_later")
+            if later is None or name not in later:
+                msg = f"{type(self).__name__!r} object has no attribute {name!r}"
+                raise AttributeError(msg)
+            value = later[name]()
+            vars(self)[name] = value
+            return value
+
+    def compute_later(self, **figures: Callable[[], Any]) -> None:
+        """Leave the fields ``figures`` names to compute when first read (a
+        plan made newest-first counts what it reads: ``newest.plan_newest``)."""
+        state = vars(self)
+        for name in figures:
+            del state[name]
+        state["_later"] = {**state.get("_later", {}), **figures}
+
+    def replaced(self, **changes: Any) -> TrimPlan:
+        """``dataclasses.replace(self, **changes)``, leaving the figures still
+        to compute uncomputed."""
+        plan = object.__new__(TrimPlan)
+        vars(plan).update(vars(self))
+        vars(plan).update(changes)
+        return plan
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Every figure computed: what is left to compute cannot be pickled."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @property
     def budget_met(self) -> bool:
@@ -162,7 +195,7 @@ class TrimPlan:
 def plan_turns(
     size: int,
     starts: list[int],
-    turn_costs: list[int],
+    turn_costs: Sequence[int],
     pinned: list[int],
     system: int,
     overhead: int,
@@ -171,12 +204,16 @@ def plan_turns(
     trim_to: int | Cut | None = None,
     previous: Previous | None = None,
     growth: float = 0.0,
+    *,
+    lazy: bool = False,
 ) -> TrimPlan:
     """The plan of turns costing ``turn_costs`` (starting at ``starts``) beside
     ``system`` pinned tokens (``overhead`` included) and ``orphan`` tokens
     before the first turn; ``previous`` is the previous model call's history.
     ``trim_to`` is a level, or a ``Cut`` (a level that may cut now, or stay
-    at or after a floor)."""
+    at or after a floor). ``lazy``: ``tokens_before`` is left for the caller
+    to set (``compute_later``), so older turns' costs are not read.
+    """
     room = max_tokens - system
     n = len(turn_costs)
     cut, level = (trim_to, trim_to.level) if isinstance(trim_to, Cut) else (None, trim_to)
@@ -197,7 +234,7 @@ def plan_turns(
             floor = floor_turn(starts, cut.floor)
             before = max(before, floor) if floor < previous[0] else before
         moved = before < previous[0] and starts[before] != keep_from
-    total_turns = sum(turn_costs) if first else kept_cost
+    before = 0 if lazy else system + orphan + (sum(turn_costs) if first else kept_cost)
     return _plan(
         size=size,
         keep_from=keep_from,
@@ -206,7 +243,7 @@ def plan_turns(
         dropped_turns=first,
         system_tokens=system - overhead,
         overhead_tokens=overhead,
-        tokens_before=system + orphan + total_turns,
+        tokens_before=before,
         tokens_after=system + kept_cost,
         max_tokens=max_tokens,
         newest_turn_tokens=turn_costs[-1] if turn_costs else 0,
@@ -284,7 +321,7 @@ def _stable(
 
 
 def _previous_first(
-    turn_costs: list[int],
+    turn_costs: Sequence[int],
     first: int,
     kept_cost: int,
     previous: Previous,
@@ -308,7 +345,7 @@ def _previous_first(
         return turns
     before, cost = _walk_back(turn_costs, start, cost, room)
     if before and trim_to is not None and trim_to < max_tokens:
-        costs = turn_costs[: turns - 1]
+        costs = list(turn_costs[: turns - 1])
         costs.append(last)
         before = _stable(costs, before, cost, room, max_tokens, trim_to)[0]
     return before

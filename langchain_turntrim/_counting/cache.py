@@ -101,7 +101,13 @@ class CachedCounter(Wrapper):
             classes = [type(messages[j]) for j in missing]
             return self._count_fields(classes, [fields[j] for j in missing])
         copies = [frozen_copy(messages[j], fields[j]) for j in missing]
-        return counts_list(self.counter.count_each(copies), self.counter)
+        try:
+            return counts_list(self.counter.count_each(copies), self.counter)
+        except (TypeError, ValueError):
+            if len(missing) < len(messages):
+                # Its errors name a message by its index: give it every message.
+                self.counter.count_each(list(map(frozen_copy, messages, fields)))
+            raise
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Copies and pickles start with an empty cache (a lock cannot be copied)."""

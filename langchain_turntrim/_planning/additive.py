@@ -7,13 +7,12 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from langchain_turntrim._calls import unanswered_calls
-from langchain_turntrim._core import TrimPlan, plan_costs
+from langchain_turntrim._core import TrimPlan
 from langchain_turntrim._core.depth import Cut
 from langchain_turntrim._counting.additive import AdditiveCounter
 from langchain_turntrim._messages import message_kinds
 from langchain_turntrim._planning.base import CountingPlanner
-from langchain_turntrim._planning.memo import HistoryMemo
+from langchain_turntrim._planning.memo import HistoryMemo, cold_plan
 
 __all__ = ["AdditivePlanner"]
 
@@ -52,18 +51,15 @@ class AdditivePlanner(CountingPlanner):
         """The plan of ``messages`` (of turn kinds ``kinds``, when known) sent
         with ``tools``, whose price is part of ``overhead_tokens``."""
         counter = self.counter
-        memo = self.memo
-        if memo is not None:
-            overhead = counter.checked_overhead()
-            if tools:
-                price = counter.count_tools(tools)
-                self._priced = (tools, price)
-                overhead += price
-            return memo.plan(messages, kinds, counter, max_tokens, overhead, trim_to)
+        overhead = counter.checked_overhead()
+        if tools:
+            price = counter.count_tools(tools)
+            self._priced = (tools, price)
+            overhead += price
+        if self.memo is not None:
+            return self.memo.plan(messages, kinds, counter, max_tokens, overhead, trim_to)
         kinds = message_kinds(messages) if kinds is None else kinds
-        costs, overhead = counter.measure(messages, tools)
-        plan = plan_costs(kinds, costs, max_tokens, overhead, trim_to)
-        return unanswered_calls(plan, messages, kinds)
+        return cold_plan(messages, kinds, counter, max_tokens, overhead, trim_to)
 
     def tool_tokens(self, tools: Sequence[Any]) -> int:
         """The tools' price: part of the plan's ``overhead_tokens``."""

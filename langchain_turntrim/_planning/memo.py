@@ -31,6 +31,7 @@ from langchain_core.messages import BaseMessage
 from langchain_turntrim._calls import Calls, unanswered_calls, with_unanswered
 from langchain_turntrim._core import Grouping, TrimPlan, plan_costs
 from langchain_turntrim._core.depth import Cut
+from langchain_turntrim._core.newest import plan_newest
 from langchain_turntrim._counting.additive import AdditiveCounter
 from langchain_turntrim._counting.keys import Fields, read_fields
 from langchain_turntrim._messages import check_messages, message_kinds
@@ -108,6 +109,33 @@ class _Entry:
             group[1].extend(read)
 
 
+def cold_plan(
+    messages: Sequence[BaseMessage],
+    kinds: Sequence[int],
+    counter: AdditiveCounter,
+    max_tokens: int,
+    overhead: int,
+    trim_to: int | Cut | None,
+) -> TrimPlan:
+    """The plan of a history no planner remembers. With the spec's cut it is
+    counted newest-first, only what the plan reads (``plan_newest``: the
+    other figures are counted when read); else every message is counted."""
+    if trim_to is not None:
+        plan = plan_costs(kinds, counter.costs(messages), max_tokens, overhead, trim_to)
+        return unanswered_calls(plan, messages, kinds)
+
+    def count_at(indices: Sequence[int]) -> list[int]:
+        chosen = [messages[i] for i in indices]
+        try:
+            return counter.costs(chosen)
+        except (TypeError, ValueError):
+            counter.costs(messages)  # errors name a message by its index in the history
+            raise
+
+    plan = plan_newest(kinds, count_at, max_tokens, overhead)
+    return unanswered_calls(plan, messages, kinds)
+
+
 class HistoryMemo:
     """The last ``HISTORIES`` histories planned (each of at most ``max_messages``
     messages), for ``AdditivePlanner``.
@@ -167,10 +195,8 @@ class HistoryMemo:
         if entry is None:
             if not self._sighted(messages):
                 kinds = message_kinds(messages) if kinds is None else kinds
-                costs = counter.costs(messages)
                 self._sight(messages)
-                plan = plan_costs(kinds, costs, max_tokens, overhead, trim_to)
-                return unanswered_calls(plan, messages, kinds)
+                return cold_plan(messages, kinds, counter, max_tokens, overhead, trim_to)
             check_messages(messages)
             entry = _Entry()
         try:
