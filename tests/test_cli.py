@@ -90,6 +90,10 @@ def newest_turn_budget() -> int:
 
 
 NEWEST = [CHAT[0], *CHAT[LAST_TURN:]]
+EXPECTED = (
+    "expected a list of messages, a conversation object with 'messages' or 'traj', "
+    "or a list of conversations"
+)
 
 
 def assert_one_error_line(code: int, out: str, err: str, *fragments: str) -> None:
@@ -327,9 +331,23 @@ def test_field_counter_record_errors(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("document", "expected"),
     [
-        ({"conversation": []}, "needs a 'messages' array (its keys: 'conversation')"),
-        ({"messages": {"role": "user"}}, "'messages' must be an array, got a object"),
-        ("just text", "expected a JSON array of messages"),
+        ({"conversation": []}, f"{EXPECTED}; got a JSON object with keys 'conversation'"),
+        ({}, f"{EXPECTED}; got an empty JSON object"),
+        ({"messages": {"role": "user"}}, "'messages' must be an array, got an object"),
+        ({"traj": "x", "reward": 1}, "'traj' must be an array, got a string"),
+        ("just text", f"{EXPECTED}; got a JSON string"),
+        (None, f"{EXPECTED}; got a JSON null"),
+        ([1, 2, 3], f"{EXPECTED}; got a JSON array of numbers"),
+        (["a", 1], f"{EXPECTED}; got a JSON array starting with a string"),
+        ([[CHAT[2]], 5], "d.json conversation 1: expected a list of messages or an object"),
+        (
+            [{"traj": [CHAT[2]]}, {"role": "user", "content": "hi"}],
+            (
+                "d.json conversation 1: expected a list of messages or an object with "
+                "'messages' or 'traj', got a JSON object with keys 'role', 'content'"
+            ),
+        ),
+        ([{"messages": [CHAT[2]]}, {"messages": 1}], "d.json conversation 1: 'messages' must be"),
     ],
 )
 def test_wrong_document_shape(tmp_path, capsys, document, expected):
