@@ -417,3 +417,45 @@ def test_subprocess_report_into_a_closed_pipe_is_exit_status_1(tmp_path):
         done.stdout.close()  # as `| head -0` does: the first write fails
         _, err = done.communicate(timeout=60)
     assert (done.returncode, err) == (1, b"")
+
+
+# -- 16. compacted content is written with the escapes the rest of the output keeps ---------
+
+
+def _compactable(content: str) -> str:
+    """A request whose newest turn only fits truncated: its user message's content is rewritten."""
+    return json.dumps(
+        [{"role": "user", "content": content + " padding" * 400, "id": "u1"}], ensure_ascii=True
+    )
+
+
+@pytest.mark.parametrize(
+    ("char", "escape"),
+    [
+        ("\ud83d", "\\ud83d"),  # a lone surrogate: a truncated emoji
+        ("\udc00", "\\udc00"),
+        ("\x9b", "\\u009b"),  # C1 CSI: an escape sequence on some terminals
+        ("\x85", "\\u0085"),
+        ("\x7f", "\\u007f"),
+        ("\u202e", "\\u202e"),  # right-to-left override
+        ("\u2066", "\\u2066"),
+        ("\x1b", "\\u001b"),
+    ],
+)
+def test_compacted_content_keeps_unsafe_characters_escaped(tmp_path, capsys, char, escape):
+    path = put(tmp_path, _compactable(f"before {char} after"))
+    args = ("trim", path, "--max-tokens", "60", "--on-overflow", "compact")
+    code, out, err = run(capsys, *args)
+    assert (code, err) == (0, "")
+    assert escape in out
+    assert char not in out
+    content = json.loads(out)[0]["content"]
+    assert content.startswith(f"before {char} after padding")
+    assert len(content) < len(json.loads(Path(path).read_text())[0]["content"])  # truncated
+
+
+def test_compacted_content_keeps_other_text_as_utf8(tmp_path, capsys):
+    path = put(tmp_path, _compactable("café ☕ 😀"))
+    code, out, _ = run(capsys, "trim", path, "--max-tokens", "60", "--on-overflow", "compact")
+    assert code == 0
+    assert "café ☕ 😀" in out

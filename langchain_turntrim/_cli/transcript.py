@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Final, Literal
 
 from langchain_turntrim._cli.diagnostics import a_json_type, json_type
+from langchain_turntrim._cli.terminal import json_escaped
 
 __all__ = [
     "MAX_INPUT_BYTES",
@@ -453,7 +454,8 @@ def render(
 def _replace_content(part: tuple[str, str, str], content: Any) -> tuple[str, str, str]:
     """A message's text with its ``content`` member's value replaced (added if absent)."""
     before, text, after = part
-    value = json.dumps(content, ensure_ascii=False)
+    # Non-ASCII as UTF-8; controls, lone surrogates and bidi formatting as escapes.
+    value = json_escaped(json.dumps(content, ensure_ascii=False))
     span = _member_value(text, 0, "content")
     if span is None:  # OpenAI may omit content beside tool calls
         close = text.rindex("}")
