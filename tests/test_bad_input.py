@@ -252,8 +252,8 @@ class Cli:
     missing: bool = False
 
 
-def cli(*args: str, text: str | None = None, missing: bool = False) -> Cli:
-    return Cli(("trim", "{file}", *args), text, missing)
+def cli(*args: str, text: str | None = None, missing: bool = False, command: str = "trim") -> Cli:
+    return Cli((command, "{file}", *args), text, missing)
 
 
 # -- the table ------------------------------------------------------------------------------
@@ -1338,7 +1338,7 @@ CASES = [
         cli("--max-tokens", "10"),
         [{"role": "user", "content": "hi", "id": "u1"}, ["assistant", "x"]],
         EXIT_2,
-        "messages[1] must be a JSON object, got a array",
+        "messages[1] must be a JSON object, got an array",
         "cli-message-not-an-object",
     ),
     p(
@@ -1380,8 +1380,19 @@ CASES = [
         cli("--max-tokens", "10"),
         {"messages": [{"role": "user", "content": "hi"}], "tools": {"name": "f"}},
         EXIT_2,
-        "'tools' must be an array, got a object",
+        "'tools' must be an array, got an object",
         "cli-tools-not-an-array",
+    ),
+    *(
+        p(
+            cli("--max-tokens", "10", *counter, command=command),
+            {"messages": [{"role": "user", "content": "hi"}], "tools": [{"name": "f"}, 1]},
+            EXIT_2,
+            "chat.json: 'tools[1]' must be an object (a tool schema), got a number",
+            f"cli-{command}-tool-not-an-object-{counter[-1] if counter else 'approximate'}",
+        )
+        for command in ("trim", "report")
+        for counter in ((), ("--counter", "tiktoken:cl100k_base"))
     ),
     p(
         cli("--max-tokens", "10"),
@@ -1401,7 +1412,7 @@ CASES = [
         cli("--max-tokens", "10", text='{"role": "user", "content": "hi"}\n[1]\n'),
         None,
         EXIT_2,
-        "messages[1] (line 2) must be a JSON object, got a array",
+        "messages[1] (line 2) must be a JSON object, got an array",
         "cli-jsonl-line-not-an-object",
     ),
     p(
@@ -1410,6 +1421,84 @@ CASES = [
         EXIT_2,
         "does not fit",
         "cli-on-overflow-raise",
+    ),
+    p(
+        cli("--max-tokens", "10", "--max-input-bytes", "10"),
+        [{"role": "user", "content": "hi"}],
+        EXIT_2,
+        "chat.json is larger than 10 bytes, the most turntrim reads (--max-input-bytes N",
+        "cli-input-over-the-size-bound",
+    ),
+    p(
+        cli("--max-tokens", "10", "--max-input-bytes", "0"),
+        [{"role": "user", "content": "hi"}],
+        EXIT_2,
+        "--max-input-bytes must be >= 1, got 0",
+        "cli-size-bound-zero",
+    ),
+    p(
+        cli("--max-tokens", "10"),
+        [1, 2, 3],
+        EXIT_2,
+        "chat.json: expected a list of messages, a conversation object with 'messages' or "
+        "'traj', or a list of conversations; got a JSON array of numbers",
+        "cli-array-of-numbers",
+    ),
+    p(
+        cli("--max-tokens", "10"),
+        {"task_id": 1, "reward": 0},
+        EXIT_2,
+        "or a list of conversations; got a JSON object with keys 'task_id', 'reward'",
+        "cli-object-without-messages-or-traj",
+    ),
+    *(
+        p(
+            cli("--max-tokens", "10", "--conversation", "2", command=command),
+            [[{"role": "user", "content": "hi"}], {"traj": []}],
+            EXIT_2,
+            "--conversation 2: ",
+            f"cli-{command}-conversation-out-of-range",
+        )
+        for command in ("trim", "report")
+    ),
+    p(
+        cli("--max-tokens", "10", "--conversation", "-1"),
+        [[{"role": "user", "content": "hi"}]],
+        EXIT_2,
+        "--conversation must be >= 0, got -1",
+        "cli-conversation-negative",
+    ),
+    p(
+        cli("--max-tokens", "10"),
+        [[{"role": "user", "content": "hi"}], 5],
+        EXIT_2,
+        "chat.json conversation 1: expected a list of messages or an object with 'messages' "
+        "or 'traj', got a number",
+        "cli-conversation-not-a-conversation",
+    ),
+    p(
+        cli("--max-tokens", "10"),
+        [{"traj": "hi"}],
+        EXIT_2,
+        "chat.json conversation 0: 'traj' must be an array, got a string",
+        "cli-traj-not-an-array",
+    ),
+    *(
+        p(
+            cli("--max-tokens", "10", command=command),
+            [{"traj": [{"role": "user", "content": "hi"}]}, {"traj": [{"content": "x"}]}],
+            EXIT_2,
+            "conversation 1: messages[0]: no 'role' field",
+            f"cli-{command}-message-error-in-a-conversation",
+        )
+        for command in ("trim", "report")
+    ),
+    p(
+        cli("--max-tokens", "10", text='[{"role": "user", "content": "hi"}]\n[{"role": 1}]\n'),
+        None,
+        EXIT_2,
+        "conversation 1 (line 2): messages[0]: 'role' must be a string, got a number",
+        "cli-jsonl-conversation-message-error",
     ),
     *_record_cases(),
     *_option_cases(),

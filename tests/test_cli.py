@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import sys
@@ -14,7 +15,7 @@ import tiktoken.registry
 from langchain_core.messages import convert_to_messages
 
 import langchain_turntrim
-from langchain_turntrim import ApproximateCounter, TiktokenCounter
+from langchain_turntrim import ApproximateCounter, EncodingUnavailableError, TiktokenCounter
 from langchain_turntrim._cli.app import DEMO_MAX_TOKENS
 from tests.helpers import run_cli, run_python, write_json
 
@@ -90,6 +91,10 @@ def newest_turn_budget() -> int:
 
 
 NEWEST = [CHAT[0], *CHAT[LAST_TURN:]]
+EXPECTED = (
+    "expected a list of messages, a conversation object with 'messages' or 'traj', "
+    "or a list of conversations"
+)
 
 
 def assert_one_error_line(code: int, out: str, err: str, *fragments: str) -> None:
@@ -327,9 +332,23 @@ def test_field_counter_record_errors(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("document", "expected"),
     [
-        ({"conversation": []}, "needs a 'messages' array (its keys: 'conversation')"),
-        ({"messages": {"role": "user"}}, "'messages' must be an array, got a object"),
-        ("just text", "expected a JSON array of messages"),
+        ({"conversation": []}, f"{EXPECTED}; got a JSON object with keys 'conversation'"),
+        ({}, f"{EXPECTED}; got an empty JSON object"),
+        ({"messages": {"role": "user"}}, "'messages' must be an array, got an object"),
+        ({"traj": "x", "reward": 1}, "'traj' must be an array, got a string"),
+        ("just text", f"{EXPECTED}; got a JSON string"),
+        (None, f"{EXPECTED}; got a JSON null"),
+        ([1, 2, 3], f"{EXPECTED}; got a JSON array of numbers"),
+        (["a", 1], f"{EXPECTED}; got a JSON array starting with a string"),
+        ([[CHAT[2]], 5], "d.json conversation 1: expected a list of messages or an object"),
+        (
+            [{"traj": [CHAT[2]]}, {"role": "user", "content": "hi"}],
+            (
+                "d.json conversation 1: expected a list of messages or an object with "
+                "'messages' or 'traj', got a JSON object with keys 'role', 'content'"
+            ),
+        ),
+        ([{"messages": [CHAT[2]]}, {"messages": 1}], "d.json conversation 1: 'messages' must be"),
     ],
 )
 def test_wrong_document_shape(tmp_path, capsys, document, expected):
@@ -370,9 +389,76 @@ def test_tiktoken_encoding_unavailable_offline(monkeypatch, tmp_path, capsys, sp
     monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})  # nothing loaded in-process
     path = write_json(tmp_path, "c.json", CHAT)
     code, out, err = run(capsys, "trim", path, "--max-tokens", "100", "--counter", spec)
+    o200k = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
     assert_one_error_line(
-        code, out, err, "could not load the 'o200k_base' encoding", "TIKTOKEN_CACHE_DIR"
+        code,
+        out,
+        err,
+        "tiktoken could not load the 'o200k_base' encoding: TURNTRIM_OFFLINE forbids downloads "
+        "and the file is not in the cache; to count offline, save the file downloaded from "
+        f"{o200k} as {hashlib.sha1(o200k.encode(), usedforsecurity=False).hexdigest()} in a "
+        "folder and set the TIKTOKEN_CACHE_DIR environment variable to that folder, or unset "
+        "TURNTRIM_OFFLINE to let turntrim download it (within TURNTRIM_DOWNLOAD_TIMEOUT "
+        "seconds, default 30); --token-counter approximate needs no file\n",
     )
+    assert "TiktokenCounter(" not in err  # a Python call is no advice on the command line
+
+
+GPT2 = "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/"
+
+
+@pytest.mark.parametrize("spec", ["tiktoken:gpt2", "tiktoken:gpt-2"])
+def test_gpt2_offline_fails_at_once_naming_both_of_its_files(monkeypatch, tmp_path, capsys, spec):
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-cache"))
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})  # nothing loaded in-process
+    path = write_json(tmp_path, "c.json", CHAT)
+    for command in ("trim", "report"):
+        code, out, err = run(capsys, command, path, "--max-tokens", "100", "--counter", spec)
+        keys = [
+            hashlib.sha1(f"{GPT2}{f}".encode(), usedforsecurity=False).hexdigest()
+            for f in ("vocab.bpe", "encoder.json")
+        ]
+        assert_one_error_line(
+            code,
+            out,
+            err,
+            "could not load the 'gpt2' encoding: TURNTRIM_OFFLINE forbids downloads",
+            f"save the file downloaded from {GPT2}vocab.bpe as {keys[0]} and the file "
+            f"downloaded from {GPT2}encoder.json as {keys[1]} in a folder",
+            "download them (within",
+        )
+
+
+def test_gpt2_downloads_are_bounded_like_every_encodings(monkeypatch, tmp_path):
+    from langchain_turntrim._counting.openai import encodings
+
+    monkeypatch.delenv("TURNTRIM_OFFLINE")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-cache"))
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+    opened = []
+
+    def never_answers(url: str, timeout: float) -> Any:
+        opened.append((url, timeout))
+        raise TimeoutError
+
+    monkeypatch.setattr(encodings, "_open_url", never_answers)
+    with pytest.raises(EncodingUnavailableError) as info:
+        TiktokenCounter("gpt2")
+    assert opened == [(f"{GPT2}vocab.bpe", encodings.DEFAULT_DOWNLOAD_TIMEOUT)]
+    assert f"downloading {GPT2}vocab.bpe did not finish within 30 s" in str(info.value)
+    assert info.value.encoding == "gpt2"
+    assert [url for url, _ in info.value.files] == [f"{GPT2}vocab.bpe", f"{GPT2}encoder.json"]
+
+
+@pytest.mark.parametrize("typo", ["gpt", "gpt3", "gpt4", "gpt5", "gpt4o", "gp2"])
+def test_gpt2_is_never_offered_for_a_misspelt_name(tmp_path, capsys, typo):
+    path = write_json(tmp_path, "c.json", CHAT)
+    code, out, err = run(
+        capsys, "trim", path, "--max-tokens", "100", "--counter", f"tiktoken:{typo}"
+    )
+    assert_one_error_line(code, out, err, f"unknown OpenAI model {typo!r}")
+    assert "gpt2" not in err
+    assert "'gpt-2'" not in err
 
 
 # -- report and demo ------------------------------------------------------------------------

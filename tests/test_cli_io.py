@@ -10,12 +10,13 @@ import subprocess
 import sys
 import unicodedata
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 
 from langchain_turntrim._cli import app
 from langchain_turntrim._cli.app import main
+from langchain_turntrim._cli.transcript import MAX_INPUT_BYTES
 from tests.helpers import run_cli
 
 # Numbers and keys a re-serialisation would change: every one must come back as written.
@@ -190,7 +191,7 @@ def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, tmp_path, capsys):
     def interrupted(*args: Any, **kwargs: Any) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(app, "read_transcript", interrupted)
+    monkeypatch.setattr(app, "read_document", interrupted)
     code = main(["trim", put(tmp_path, "[]"), "--max-tokens", "10"])
     assert_one_line(code, capsys.readouterr().err, 130, "interrupted")
 
@@ -287,10 +288,174 @@ def test_a_tools_value_that_is_not_an_array_is_an_error(tmp_path, capsys):
     path = put(tmp_path, json.dumps({"messages": CHAT, "tools": {"name": "x"}}))
     code, out, err = run(capsys, "trim", path, "--max-tokens", "100")
     assert (code, out) == (2, "")
-    assert "'tools' must be an array, got a object" in err
+    assert "'tools' must be an array, got an object" in err
 
 
 def test_reading_stdin_as_bytes(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(SURROGATE.encode())))
     code, out, err = run(capsys, "trim", "-", "--max-tokens", "1000")
     assert (code, out, err) == (0, SURROGATE + "\n", "")
+
+
+# -- 14. reads are bounded --------------------------------------------------------------------
+
+SMALL = '[{"role": "user", "content": "hi"}]'
+
+
+def test_the_default_bound_is_256_mib_and_the_help_says_so(capsys):
+    assert MAX_INPUT_BYTES == 256 * 1024 * 1024
+    code, out, _ = run(capsys, "trim", "--help")
+    assert code == 0
+    assert "--max-input-bytes N" in out
+    assert "268,435,456" in out
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_a_file_at_the_bound_is_read_and_one_byte_more_is_not(tmp_path, capsys, extra):
+    path = put(tmp_path, SMALL + " " * extra)
+    limit = str(len(SMALL))
+    code, out, err = run(capsys, "trim", path, "--max-tokens", "100", "--max-input-bytes", limit)
+    if extra:
+        assert (code, out) == (2, "")
+        assert err == (
+            f"turntrim: error: {path} is larger than {len(SMALL)} bytes, the most turntrim "
+            "reads (--max-input-bytes N reads more)\n"
+        )
+    else:
+        assert (code, out, err) == (0, SMALL + "\n", "")
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
+def test_an_endless_device_fails_at_the_bound(capsys):
+    code, out, err = run(
+        capsys, "trim", "/dev/zero", "--max-tokens", "1", "--max-input-bytes", "5000000"
+    )
+    assert (code, out) == (2, "")
+    assert err.startswith("turntrim: error: /dev/zero is larger than 5,000,000 bytes")
+    assert err.count("\n") == 1
+
+
+class Endless(io.RawIOBase):
+    """A stdin that never ends, counting what was read from it."""
+
+    def __init__(self) -> None:
+        self.given = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        size = len(buffer)
+        buffer[:size] = b" " * size
+        self.given += size
+        return size
+
+
+def test_endless_stdin_fails_at_the_bound(monkeypatch, capsys):
+    endless = Endless()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(endless)))
+    code, out, err = run(capsys, "trim", "-", "--max-tokens", "1", "--max-input-bytes", "3000000")
+    assert (code, out) == (2, "")
+    assert err.startswith("turntrim: error: <stdin> is larger than 3,000,000 bytes")
+    assert endless.given < 3_000_000 + 2 * io.DEFAULT_BUFFER_SIZE + (1 << 20)
+
+
+def test_endless_text_stdin_fails_at_the_bound(monkeypatch, capsys):
+    class EndlessText(io.StringIO):
+        def read(self, size: int | None = -1) -> str:
+            assert size is not None  # never "all of it"
+            assert size > 0
+            return "x" * size
+
+    monkeypatch.setattr(sys, "stdin", EndlessText())
+    code, out, err = run(capsys, "trim", "-", "--max-tokens", "1", "--max-input-bytes", "100")
+    assert (code, out) == (2, "")
+    assert err.startswith("turntrim: error: <stdin> is larger than 100 bytes")
+
+
+# -- 15. exit statuses: the help lists every one, and each is what happens ------------------
+
+
+def test_the_help_lists_every_exit_status(capsys):
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    statuses = " ".join(out.split("exit status:", 1)[1].split())
+    for said in (
+        "0 on success",
+        "1 when whatever reads the output closed it before the end",
+        "2 on any other error",
+        "130 when interrupted",
+    ):
+        assert said in statuses
+
+
+def closed_pipe() -> TextIO:
+    """A stdout whose reader has gone: every write fails as a closed pipe's does."""
+    read, write = os.pipe()
+    os.close(read)
+    return os.fdopen(write, "w", encoding="utf-8")
+
+
+@pytest.mark.parametrize("command", ["trim", "report", "demo"])
+def test_a_closed_pipe_is_exit_status_1_and_says_nothing(monkeypatch, tmp_path, capsys, command):
+    path = put(tmp_path, json.dumps(CHAT))
+    argv = ["demo"] if command == "demo" else [command, path, "--max-tokens", "100"]
+    stdout = closed_pipe()
+    monkeypatch.setattr(sys, "stdout", stdout)
+    code = main(argv)
+    monkeypatch.undo()
+    stdout.close()  # its file descriptor now writes to os.devnull
+    assert (code, capsys.readouterr().err) == (app.PIPE_CLOSED, "")
+    assert app.PIPE_CLOSED == 1
+
+
+def test_subprocess_report_into_a_closed_pipe_is_exit_status_1(tmp_path):
+    path = put(tmp_path, json.dumps(CHAT))
+    command = [sys.executable, "-m", "langchain_turntrim", "report", path, "--max-tokens", "100"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as done:
+        assert done.stdout is not None
+        done.stdout.close()  # as `| head -0` does: the first write fails
+        _, err = done.communicate(timeout=60)
+    assert (done.returncode, err) == (1, b"")
+
+
+# -- 16. compacted content is written with the escapes the rest of the output keeps ---------
+
+
+def _compactable(content: str) -> str:
+    """A request whose newest turn only fits truncated: its user message's content is rewritten."""
+    return json.dumps(
+        [{"role": "user", "content": content + " padding" * 400, "id": "u1"}], ensure_ascii=True
+    )
+
+
+@pytest.mark.parametrize(
+    ("char", "escape"),
+    [
+        ("\ud83d", "\\ud83d"),  # a lone surrogate: a truncated emoji
+        ("\udc00", "\\udc00"),
+        ("\x9b", "\\u009b"),  # C1 CSI: an escape sequence on some terminals
+        ("\x85", "\\u0085"),
+        ("\x7f", "\\u007f"),
+        ("\u202e", "\\u202e"),  # right-to-left override
+        ("\u2066", "\\u2066"),
+        ("\x1b", "\\u001b"),
+    ],
+)
+def test_compacted_content_keeps_unsafe_characters_escaped(tmp_path, capsys, char, escape):
+    path = put(tmp_path, _compactable(f"before {char} after"))
+    args = ("trim", path, "--max-tokens", "60", "--on-overflow", "compact")
+    code, out, err = run(capsys, *args)
+    assert (code, err) == (0, "")
+    assert escape in out
+    assert char not in out
+    content = json.loads(out)[0]["content"]
+    assert content.startswith(f"before {char} after padding")
+    assert len(content) < len(json.loads(Path(path).read_text())[0]["content"])  # truncated
+
+
+def test_compacted_content_keeps_other_text_as_utf8(tmp_path, capsys):
+    path = put(tmp_path, _compactable("café ☕ 😀"))
+    code, out, _ = run(capsys, "trim", path, "--max-tokens", "60", "--on-overflow", "compact")
+    assert code == 0
+    assert "café ☕ 😀" in out

@@ -1,17 +1,20 @@
 """``turntrim``: trim or inspect a chat transcript from the shell.
 
 ``turntrim trim`` writes the kept messages in the input's own shape (a JSON
-array, an object with a ``"messages"`` array, or JSONL), each one the very text
-it was read as, so it can sit in a pipeline. ``turntrim report`` shows a table
+array, an object with a ``"messages"`` or ``"traj"`` array, JSONL, or a JSON
+array or JSONL of such conversations), each one the very text it was read as,
+so it can sit in a pipeline. ``turntrim report`` shows a table
 of the turns for a human (it needs ``rich``: ``pip install langchain-turntrim[cli]``),
 and ``turntrim demo`` runs the report on a conversation shipped with the
 package. Every error is one line on stderr and exit status 2 (130 when
-interrupted); a trim that keeps only the system messages says so on stderr.
+interrupted; 1, silently, when the reader of the output closes it early, as
+``| head`` does); a trim that keeps only the system messages says so on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -28,11 +31,13 @@ from langchain_turntrim._cli.planning import (
 )
 from langchain_turntrim._cli.terminal import neutral
 from langchain_turntrim._cli.transcript import (
+    MAX_INPUT_BYTES,
+    Document,
     InputError,
     Transcript,
     dump,
     parse,
-    read_transcript,
+    read_document,
     write,
 )
 from langchain_turntrim._options import DEFAULT_KEEP_TOOL_RESULTS, ON_OVERFLOW
@@ -40,7 +45,6 @@ from langchain_turntrim._report import TrimReport
 
 if TYPE_CHECKING:
     from langchain_turntrim._compaction.ladder import Compaction
-    from langchain_turntrim._counting.openai.chat import PlainCounter
     from langchain_turntrim._options import TrimOptions
 
 __all__ = ["main"]
@@ -49,6 +53,8 @@ PROG: Final = "turntrim"
 #: The budget ``turntrim demo`` trims the sample conversation to.
 DEMO_MAX_TOKENS: Final = 1200
 SAMPLE: Final = "sample_conversation.json"
+#: The exit status when the output's reader closed it early (``| head``).
+PIPE_CLOSED: Final = 1
 RICH_MISSING: Final = (
     "the report needs rich, which is not installed: pip install 'langchain-turntrim[cli]'"
 )
@@ -62,11 +68,16 @@ examples:
   turntrim report chat.json --max-tokens 8000
   turntrim demo
 
-input: a JSON array of OpenAI chat messages (role, content, tool_calls,
-tool_call_id, name), an object with a "messages" array (other keys are kept;
-its "tools" are priced), or JSONL (one message per line); "-" reads stdin.
-Kept messages are written as they were read, byte for byte. With --counter
-field, each message is a record {id, role, tokens} and its "tokens" is its cost.
+input: one conversation, or several. A conversation is a JSON array of OpenAI
+chat messages (role, content, tool_calls, tool_call_id, name), an object with a
+"messages" array (a request body: other keys are kept, its "tools" are priced)
+or a "traj" array (a tau-bench item), or JSONL (one message per line). Several
+are a JSON array of conversations, or JSONL of them (one a line); trim writes
+them all, each trimmed, in the file's shape, and report shows a table for each,
+unless --conversation N picks one (from 0). "-" reads stdin; at most
+--max-input-bytes are read (default 256 MiB). Kept messages are written as they
+were read, byte for byte. With --counter field, each message is a record
+{id, role, tokens} and its "tokens" is its cost.
 
 counters (--token-counter, or --counter): approximate (default; LangChain's
 count_tokens_approximately),
@@ -74,7 +85,9 @@ tiktoken:MODEL or tiktoken:ENCODING (OpenAI's exact count, offline once the
 encoding file is cached), field (the "tokens" of each message).
 
 exit status: 0 on success (a warning on stderr when only the system messages
-are kept), 2 on any error (one line on stderr), 130 when interrupted."""
+are kept); 1 when whatever reads the output closed it before the end (e.g.
+"| head"; nothing is said); 2 on any other error (one line on stderr); 130 when
+interrupted."""
 
 
 class RichMissingError(ImportError):
@@ -160,6 +173,22 @@ def _add_trim_arguments(parser: argparse.ArgumentParser) -> None:
         help="cut an over-budget history down to about N tokens, at a turn boundary that "
         "later versions of the same growing history keep (prompt-cache friendly)",
     )
+    parser.add_argument(
+        "--conversation",
+        type=int,
+        default=None,
+        metavar="N",
+        help="of a file of several conversations, only the Nth (from 0); default: all of "
+        "them (trim writes each one trimmed, in the file's shape; report shows one table each)",
+    )
+    parser.add_argument(
+        "--max-input-bytes",
+        type=int,
+        default=MAX_INPUT_BYTES,
+        metavar="N",
+        help=f"read at most N bytes of input, else fail (default: {MAX_INPUT_BYTES:,}, "
+        f"{MAX_INPUT_BYTES >> 20} MiB)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -185,9 +214,9 @@ def _main(argv: Sequence[str] | None) -> int:
         return run(args)
     except RichMissingError:
         return _fail(RICH_MISSING)
-    except BrokenPipeError:  # e.g. `turntrim trim big.json ... | head`: not an error
+    except BrokenPipeError:  # e.g. `turntrim trim big.json ... | head`: not worth a word
         _silence_stdout()
-        return 1
+        return PIPE_CLOSED
     except (TypeError, ValueError, OSError) as error:
         # json.JSONDecodeError is a ValueError
         return _fail(str(error))
@@ -228,35 +257,57 @@ def _run_trim(args: argparse.Namespace) -> int:
     # A plain transcript counted with tiktoken is planned without LangChain.
     plain = plain_counter(args.counter)
     choice = choose_counter(args.counter) if plain is None else None
-    transcript = read_transcript(args.file)
+    document = _read(args)
     options = trim_options(args)
-    planned = plan_transcript(
-        transcript,
-        lambda: choice or choose_counter(args.counter),
-        options,
-        plain=plain,
+    choose = functools.cache(lambda: choice or choose_counter(args.counter))
+    planned = _each(
+        document, lambda transcript: plan_transcript(transcript, choose, options, plain=plain)
     )
-    write(dump(transcript, *planned.kept()))
-    _warn_if_only_systems(planned.report)
+    write(dump(document, [p.kept() for p in planned]))
+    for transcript, each in zip(document.conversations, planned, strict=True):
+        _warn_if_only_systems(each.report, transcript.name)
     return 0
 
 
-def _warn_if_only_systems(report: TrimReport[object]) -> None:
+def _read(args: argparse.Namespace) -> Document:
+    if args.conversation is not None and args.conversation < 0:
+        msg = f"--conversation must be >= 0, got {args.conversation}"
+        raise InputError(msg)
+    return read_document(args.file, args.max_input_bytes).select(args.conversation)
+
+
+def _each(document: Document, plan: Callable[[Transcript], Planned]) -> list[Planned]:
+    """Every conversation planned before anything is written: an error in one
+    of them (named) leaves no output."""
+    planned: list[Planned] = []
+    try:
+        planned.extend(plan(transcript) for transcript in document.conversations)
+    except (TypeError, ValueError) as error:
+        name = document.conversations[len(planned)].name
+        if not name:
+            raise
+        msg = f"{name}: {error}"
+        raise InputError(msg) from error
+    return planned
+
+
+def _warn_if_only_systems(report: TrimReport[object], name: str = "") -> None:
     """Keeping only the system messages is the spec's answer, and worth a word."""
     plan = report.plan
     if report.compaction is not None:
         return
+    which = f"{name}: " if name else ""
     if not plan.budget_met:
         pinned = plan.system_tokens + plan.overhead_tokens
         _say(
-            f"warning: the system messages alone exceed the budget ({pinned:,} > "
+            f"warning: {which}the system messages alone exceed the budget ({pinned:,} > "
             f"{plan.max_tokens:,} tokens); only the system messages are kept"
         )
     elif plan.turns and not plan.kept_turns:
         _say(
-            f"warning: not even the newest turn ({plan.newest_turn_tokens:,} tokens) fits "
-            f"in {plan.max_tokens:,} tokens beside the system messages; only the system "
-            "messages are kept"
+            f"warning: {which}not even the newest turn ({plan.newest_turn_tokens:,} tokens) "
+            f"fits in {plan.max_tokens:,} tokens beside the system messages; only the "
+            "system messages are kept"
         )
 
 
@@ -264,8 +315,19 @@ def _run_report(args: argparse.Namespace) -> int:
     _require_rich()
     _check_budget(args.max_tokens)
     choice = choose_counter(args.counter)
-    transcript = read_transcript(args.file)
-    _show_report(transcript, choice, trim_options(args), plain_counter(args.counter))
+    document = _read(args)
+    options = trim_options(args)
+    plain = plain_counter(args.counter)
+    planned = _each(
+        document,
+        lambda transcript: plan_transcript(
+            transcript, lambda: choice, options, plain=plain, with_costs=True
+        ),
+    )
+    for i, (transcript, each) in enumerate(zip(document.conversations, planned, strict=True)):
+        if i:
+            sys.stdout.write("\n")
+        _show_report(transcript, each, choice, options)
     return 0
 
 
@@ -274,9 +336,11 @@ def _run_demo(args: argparse.Namespace) -> int:
     from langchain_turntrim._cli.tables import render_messages  # noqa: PLC0415
 
     _check_budget(args.max_tokens)
-    transcript = parse(_sample_text(), SAMPLE)
+    transcript = parse(_sample_text(), SAMPLE).conversations[0]
     choice = choose_counter("approximate")
-    report = _show_report(transcript, choice, trim_options(args, "drop"), None).report
+    options = trim_options(args, "drop")
+    planned = plan_transcript(transcript, lambda: choice, options, with_costs=True)
+    report = _show_report(transcript, planned, choice, options).report
     kept = [transcript.messages[i] for i in report.kept_indices]
     render_messages(kept, report.plan.size, sys.stdout)
     return 0
@@ -289,14 +353,10 @@ def _sample_text() -> str:
 
 
 def _show_report(
-    transcript: Transcript,
-    choice: CounterChoice,
-    options: TrimOptions,
-    plain: PlainCounter | None,
+    transcript: Transcript, planned: Planned, choice: CounterChoice, options: TrimOptions
 ) -> Planned:
     from langchain_turntrim._cli.tables import render, summarize  # noqa: PLC0415
 
-    planned = plan_transcript(transcript, lambda: choice, options, plain=plain, with_costs=True)
     summary = summarize(
         transcript.messages,
         planned.kinds,
@@ -305,7 +365,7 @@ def _show_report(
         tools=planned.tools,
         tool_tokens=planned.tool_tokens,
     )
-    title = f"{transcript.source}: budget {options.max_tokens:,} tokens, counter {choice.label}"
+    title = f"{transcript.title}: budget {options.max_tokens:,} tokens, counter {choice.label}"
     render(summary, title, sys.stdout)
     if planned.compaction is not None:
         sys.stdout.write(_compaction_line(planned.compaction))

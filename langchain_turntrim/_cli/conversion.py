@@ -11,7 +11,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, convert_to_messages
 from pydantic import ValidationError
 
-from langchain_turntrim._cli.diagnostics import json_type
+from langchain_turntrim._cli.diagnostics import a_json_type
 from langchain_turntrim._cli.diagnostics import problem as diagnosed
 from langchain_turntrim._cli.transcript import InputError, Transcript, where
 
@@ -24,7 +24,7 @@ def to_messages(transcript: Transcript) -> list[BaseMessage]:
     append = messages.append
     for index, item in enumerate(transcript.messages):
         if type(item) is not dict:
-            msg = f"{where(transcript, index)} must be a JSON object, got a {json_type(item)}"
+            msg = f"{where(transcript, index)} must be a JSON object, got {a_json_type(item)}"
             raise InputError(msg)
         message = _with_content(item)
         try:

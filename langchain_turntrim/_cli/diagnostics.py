@@ -7,7 +7,7 @@ from typing import Any, Final
 
 from langchain_turntrim._core import CHAT_ROLE_KINDS
 
-__all__ = ["json_type", "problem"]
+__all__ = ["a_json_type", "json_type", "problem"]
 
 #: The roles a transcript may use: the core's and LangChain's spellings.
 _ROLES: Final = tuple(CHAT_ROLE_KINDS)
@@ -28,6 +28,18 @@ def json_type(value: object) -> str:
     return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
+def a_json_type(value: object) -> str:
+    """``json_type`` with its article.
+
+    >>> a_json_type({}), a_json_type([1]), a_json_type("x"), a_json_type(None)
+    ('an object', 'an array', 'a string', 'null')
+    """
+    name = json_type(value)
+    if name == "null":
+        return name
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
 def problem(message: dict[str, Any]) -> str | None:
     """The first wrong field of a message dict, in words, or None if none is found."""
     for check in (_role_problem, _content_problem, _tool_calls_problem, _name_problem):
@@ -42,7 +54,7 @@ def _role_problem(message: dict[str, Any]) -> str | None:
         return None if "type" in message else "no 'role' field"
     role = message["role"]
     if not isinstance(role, str):
-        return f"'role' must be a string, got a {json_type(role)}"
+        return f"'role' must be a string, got {a_json_type(role)}"
     if role not in _ROLES:
         return f"unknown 'role' {role!r}; expected one of {_ACCEPTED}"
     if role == "tool" and "tool_call_id" not in message:
@@ -58,10 +70,10 @@ def _content_problem(message: dict[str, Any]) -> str | None:
     if content is None or isinstance(content, str):
         return None
     if not isinstance(content, list):
-        return f"'content' must be a string, an array of parts or null, got a {json_type(content)}"
+        return f"'content' must be a string, an array of parts or null, got {a_json_type(content)}"
     for i, part in enumerate(content):
         if not isinstance(part, (str, dict)):
-            return f"'content[{i}]' must be a string or an object, got a {json_type(part)}"
+            return f"'content[{i}]' must be a string or an object, got {a_json_type(part)}"
     return None
 
 
@@ -70,7 +82,7 @@ def _tool_calls_problem(message: dict[str, Any]) -> str | None:
     if calls is None:
         return None
     if not isinstance(calls, list):
-        return f"'tool_calls' must be an array, got a {json_type(calls)}"
+        return f"'tool_calls' must be an array, got {a_json_type(calls)}"
     for i, call in enumerate(calls):
         problem = _tool_call_problem(f"tool_calls[{i}]", call)
         if problem is not None:
@@ -81,12 +93,12 @@ def _tool_calls_problem(message: dict[str, Any]) -> str | None:
 def _tool_call_problem(where: str, call: object) -> str | None:
     """What is wrong with one OpenAI-format tool call."""
     if not isinstance(call, dict):
-        return f"'{where}' must be an object, got a {json_type(call)}"
+        return f"'{where}' must be an object, got {a_json_type(call)}"
     if "function" not in call:
         return None  # LangChain's own tool call format
     function = call["function"]
     if not isinstance(function, dict):
-        return f"'{where}.function' must be an object, got a {json_type(function)}"
+        return f"'{where}.function' must be an object, got {a_json_type(function)}"
     missing = [f"{where}.{key}" for key in ("id",) if key not in call]
     missing += [f"{where}.function.{key}" for key in ("name", "arguments") if key not in function]
     if missing:
@@ -103,5 +115,5 @@ def _tool_call_problem(where: str, call: object) -> str | None:
 def _name_problem(message: dict[str, Any]) -> str | None:
     name = message.get("name")
     if name is not None and not isinstance(name, str):
-        return f"'name' must be a string, got a {json_type(name)}"
+        return f"'name' must be a string, got {a_json_type(name)}"
     return None

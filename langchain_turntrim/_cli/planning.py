@@ -21,6 +21,13 @@ from langchain_turntrim._cli.transcript import InputError, Transcript
 from langchain_turntrim._core import ROLE_KINDS, TrimPlan, plan_costs, plan_trim
 from langchain_turntrim._core.depth import Cut
 from langchain_turntrim._counting.openai.chat import REPLY_PRIMING, PlainCounter
+from langchain_turntrim._counting.openai.encodings import (
+    DEFAULT_DOWNLOAD_TIMEOUT,
+    OFFLINE_VARIABLE,
+    TIMEOUT_VARIABLE,
+    EncodingUnavailableError,
+    downloads_forbidden,
+)
 from langchain_turntrim._options import DEFAULT_KEEP_TOOL_RESULTS, OnOverflow, TrimOptions
 from langchain_turntrim._pipeline import Planner
 from langchain_turntrim._report import TrimReport
@@ -126,7 +133,10 @@ def choose_counter(spec: str) -> CounterChoice:
     if not spec.partition(":")[2].strip():
         msg = "--token-counter tiktoken: needs a model or an encoding, e.g. tiktoken:gpt-4o"
         raise InputError(msg)
-    counter = tiktoken_shortcut(spec)
+    try:
+        counter = tiktoken_shortcut(spec)
+    except EncodingUnavailableError as error:
+        raise InputError(_advice(error)) from error
     encoding = getattr(counter, "encoding", None)
     label = spec.strip() + (f" ({encoding.name})" if encoding is not None else "")
     return CounterChoice(label, counter)
@@ -137,7 +147,32 @@ def plain_counter(spec: str) -> PlainCounter | None:
     or ``None`` for any other ``spec`` and where ``choose_counter`` would fail."""
     if not spec.startswith("tiktoken:"):
         return None
-    return PlainCounter.of(spec.partition(":")[2])
+    try:
+        return PlainCounter.of(spec.partition(":")[2])
+    except EncodingUnavailableError as error:
+        raise InputError(_advice(error)) from error
+
+
+def _advice(error: EncodingUnavailableError) -> str:
+    """What to do on the command line when an encoding cannot be loaded (the
+    library's message advises a Python call)."""
+    if not error.encoding:
+        return str(error)
+    said = f"tiktoken could not load the {error.encoding!r} encoding: {error.reason}"
+    if not error.files:
+        return f"{said}; --token-counter approximate needs no encoding file"
+    saved = " and ".join(f"the file downloaded from {url} as {key}" for url, key in error.files)
+    advice = (
+        f"; to count offline, save {saved} in a folder and set the TIKTOKEN_CACHE_DIR "
+        "environment variable to that folder"
+    )
+    if downloads_forbidden():
+        advice += (
+            f", or unset {OFFLINE_VARIABLE} to let turntrim download "
+            f"{'them' if len(error.files) > 1 else 'it'} (within {TIMEOUT_VARIABLE} seconds, "
+            f"default {DEFAULT_DOWNLOAD_TIMEOUT:g})"
+        )
+    return f"{said}{advice}; --token-counter approximate needs no file"
 
 
 def plan_transcript(

@@ -165,7 +165,13 @@ def _shorten(text: str, width: int) -> str:
 def _console(file: TextIO) -> Console:
     from rich.console import Console  # noqa: PLC0415
 
-    return Console(file=file, highlight=False)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            """rich exits (``SystemExit(1)``); the command has its own way with a closed pipe."""
+            self.quiet = True
+            raise BrokenPipeError
+
+    return _Console(file=file, highlight=False)
 
 
 def render(summary: Summary, title: str, file: TextIO) -> None:

@@ -3,9 +3,10 @@
 tiktoken downloads an encoding's BPE file on first use with no timeout, so a
 network that accepts the connection but never answers makes it hang forever.
 For OpenAI's public encodings, this module looks in tiktoken's cache first
-(the same folder and file name tiktoken uses) and, when the file is missing,
+(the same folder and file names tiktoken uses) and, when a file is missing,
 downloads it itself within a deadline, checks its SHA-256 and saves it where
-tiktoken reads it; tiktoken then loads it from the cache. With
+tiktoken reads it; tiktoken then loads it from the cache. (``gpt2`` has two
+files, ``vocab.bpe`` and ``encoder.json``; every other public encoding one.) With
 ``TURNTRIM_OFFLINE=1`` nothing is ever downloaded.
 """
 
@@ -56,7 +57,24 @@ _FILES: Final = {
         "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
     ),
 }
+#: ``gpt2``'s two files (tiktoken's data-gym format) and their SHA-256.
+_GPT2_URL: Final = "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/{}"
+_GPT2_FILES: Final = (
+    ("vocab.bpe", "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5"),
+    ("encoder.json", "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783"),
+)
 _CHUNK: Final = 1 << 16
+
+
+def _downloads(name: str) -> tuple[tuple[str, str], ...]:
+    """The URL and SHA-256 of each file the public encoding ``name`` is loaded
+    from (none for any other encoding)."""
+    if name in _FILES:
+        file, sha256 = _FILES[name]
+        return ((_URL.format(file), sha256),)
+    if name == "gpt2":
+        return tuple((_GPT2_URL.format(file), sha256) for file, sha256 in _GPT2_FILES)
+    return ()
 
 
 def _open_url(url: str, timeout: float) -> Any:
@@ -67,7 +85,23 @@ def _open_url(url: str, timeout: float) -> Any:
 
 
 class EncodingUnavailableError(ValueError):
-    """tiktoken could not load an encoding (usually: offline, file not cached)."""
+    """tiktoken could not load an encoding (usually: offline, file not cached).
+
+    ``encoding`` names it, ``reason`` says why, and ``files`` holds the
+    download URL and tiktoken's cache name of each file it is loaded from.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        encoding: str = "",
+        reason: str = "",
+        files: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.encoding = encoding
+        self.reason = reason or message
+        self.files = files
 
 
 def load_encoding(name: str) -> tiktoken.Encoding:
@@ -78,12 +112,12 @@ def load_encoding(name: str) -> tiktoken.Encoding:
         shown = safe_repr(name, 80)
         msg = f"unknown tiktoken encoding {shown}; known encodings: {', '.join(known)}"
         raise ValueError(msg)
-    if name in _FILES:
+    if _downloads(name):
         _ensure_cached(name)
     try:
         return tiktoken.get_encoding(name)
     except Exception as exc:  # whatever tiktoken or a plugin raises
-        raise EncodingUnavailableError(_instructions(name, repr(exc))) from exc
+        raise _unavailable(name, repr(exc)) from exc
 
 
 def downloads_forbidden() -> bool:
@@ -104,28 +138,30 @@ def _cache_key(url: str) -> str:
 
 
 def _ensure_cached(name: str) -> None:
-    """Make sure tiktoken will find ``name``'s file in its cache, or raise."""
+    """Make sure tiktoken will find ``name``'s files in its cache, or raise."""
     if name in getattr(tiktoken.registry, "ENCODINGS", {}):
         return  # loaded in this process already
-    file, sha256 = _FILES[name]
-    url = _URL.format(file)
     folder = _cache_dir()
     if folder is None:
         if downloads_forbidden():
-            raise EncodingUnavailableError(
-                _instructions(name, f"{OFFLINE_VARIABLE} forbids downloads and caching is off")
-            )
+            reason = f"{OFFLINE_VARIABLE} forbids downloads and caching is off"
+            raise _unavailable(name, reason)
         return  # tiktoken downloads it itself, every time: the user turned caching off
+    for url, sha256 in _downloads(name):
+        _ensure_file(name, url, sha256, folder)
+
+
+def _ensure_file(name: str, url: str, sha256: str, folder: Path) -> None:
     path = folder / _cache_key(url)
     if _holds(path, sha256):
         return
     if downloads_forbidden():
         reason = f"{OFFLINE_VARIABLE} forbids downloads and the file is not in the cache"
-        raise EncodingUnavailableError(_instructions(name, reason))
+        raise _unavailable(name, reason)
     data = _download(url, _timeout())
     if hashlib.sha256(data).hexdigest() != sha256:
         reason = f"the file downloaded from {url} does not match its SHA-256"
-        raise EncodingUnavailableError(_instructions(name, reason))
+        raise _unavailable(name, reason)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f"{path.name}.{uuid.uuid4()}.tmp")
@@ -133,7 +169,7 @@ def _ensure_cached(name: str) -> None:
         temporary.replace(path)
     except OSError as error:
         reason = f"cannot save the downloaded file in tiktoken's cache {folder}: {error}"
-        raise EncodingUnavailableError(_instructions(name, reason)) from error
+        raise _unavailable(name, reason) from error
 
 
 def _holds(path: Path, sha256: str) -> bool:
@@ -170,7 +206,7 @@ def _download(url: str, timeout: float) -> bytes:
             reason = f"downloading {url} did not finish within {timeout:g} s"
         else:
             reason = f"downloading {url} failed: {safe_repr(error, 200)}"
-        raise EncodingUnavailableError(_instructions_for(url, reason)) from error
+        raise _unavailable(_name_of(url), reason) from error
 
 
 def _read_until(response: Any, deadline: float) -> bytes:
@@ -187,16 +223,24 @@ def _read_until(response: Any, deadline: float) -> bytes:
         chunks.append(chunk)
 
 
-def _instructions_for(url: str, reason: str) -> str:
-    name = next((n for n, (file, _) in _FILES.items() if _URL.format(file) == url), url)
-    return _instructions(name, reason)
+def _name_of(url: str) -> str:
+    """The encoding a file downloaded from ``url`` belongs to."""
+    names = (n for n in (*_FILES, "gpt2") if any(u == url for u, _ in _downloads(n)))
+    return next(names, url)
 
 
-def _instructions(name: str, reason: str) -> str:
+def _unavailable(name: str, reason: str) -> EncodingUnavailableError:
+    files = tuple((url, _cache_key(url)) for url, _ in _downloads(name))
+    return EncodingUnavailableError(_instructions(name, reason, files), name, reason, files)
+
+
+def _instructions(name: str, reason: str, files: tuple[tuple[str, str], ...]) -> str:
     where = ""
-    if name in _FILES:
-        url = _URL.format(_FILES[name][0])
-        where = f" (for {name!r}: the file downloaded from {url}, saved as {_cache_key(url)})"
+    if files:
+        each = ", and ".join(
+            f"the file downloaded from {url}, saved as {key}" for url, key in files
+        )
+        where = f" (for {name!r}: {each})"
     return (
         f"tiktoken could not load the {name!r} encoding: {reason}. An encoding's BPE "
         "file is downloaded on first use (within TURNTRIM_DOWNLOAD_TIMEOUT seconds, "

@@ -35,7 +35,9 @@ def encoding_name_for_model(model: str) -> str:
 
 
 def _known_model_names() -> list[str]:
-    exact = tiktoken.model.MODEL_TO_ENCODING
+    """The names offered for a misspelt one: GPT-2's never (not a chat model, it
+    is only ever meant when named, and ``gpt4`` or ``gpt5`` are not typos of it)."""
+    exact = [m for m, e in tiktoken.model.MODEL_TO_ENCODING.items() if e != "gpt2"]
     prefixes = [p.rstrip("-") for p in tiktoken.model.MODEL_PREFIX_TO_ENCODING if ":" not in p]
     return sorted({*exact, *prefixes, *O200K_PREFIXES})
 
