@@ -67,6 +67,8 @@ def test_the_command_line_examples_run(tmp_path: Path) -> None:
         {"id": "a1", "role": "assistant", "tokens": 5},
     ]
     (tmp_path / "records.json").write_text(json.dumps(records))
+    runs = [{"task_id": i, "traj": chat} for i in range(4)]  # a τ-bench export
+    (tmp_path / "tau-bench-runs.json").write_text(json.dumps(runs))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     (commands,) = [b for b in blocks("sh") if "turntrim trim chat.json" in b]
     for line in commands.splitlines():
@@ -81,3 +83,4 @@ def test_the_command_line_examples_run(tmp_path: Path) -> None:
         )
         assert (done.returncode, done.stderr) == (0, ""), line
     assert json.loads((tmp_path / "trimmed.json").read_text()) == chat
+    assert json.loads((tmp_path / "runs.json").read_text()) == runs
