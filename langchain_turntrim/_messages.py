@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import compress
+from operator import attrgetter
 from typing import Any, Final
 
 from langchain_core.messages import (
@@ -60,6 +61,7 @@ _CLASS_KINDS: Final = (
 )
 _KIND_BY_TYPE: dict[type[BaseMessage], int] = dict(_CLASS_KINDS)
 _IS_START: Final = START.__eq__
+_CONTENT_AND_EXTRA: Final = attrgetter("content", "additional_kwargs")
 
 
 def to_messages(value: object) -> list[BaseMessage]:
@@ -139,10 +141,11 @@ def message_kinds(messages: Sequence[BaseMessage]) -> list[int]:
         for i, kind in enumerate(kinds):
             if kind is None:
                 kinds[i] = _classify(i, messages[i])
-    for i in compress(range(len(kinds)), map(_IS_START, kinds)):  # C-level scan
-        message = messages[i]
-        if type(message.content) is list or message.additional_kwargs:
-            kinds[i] = human_kind(message)
+    starts = list(compress(range(len(kinds)), map(_IS_START, kinds)))  # C-level scans
+    humans = [messages[i] for i in starts]
+    for i, (content, extra) in zip(starts, map(_CONTENT_AND_EXTRA, humans), strict=True):
+        if extra or type(content) is list:
+            kinds[i] = human_kind(messages[i])
     return kinds  # type: ignore[return-value]
 
 
