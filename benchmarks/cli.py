@@ -11,6 +11,7 @@ from typing import Final
 from benchmarks import (
     cache_cost,
     calibration,
+    compaction,
     long_turns,
     memory,
     middleware,
@@ -37,6 +38,7 @@ SCENARIOS: Final[dict[str, tuple[Scenario, bool]]] = {
     "agent-loop": (scenarios.agent_loop, True),
     "warm-scaling": (warm.warm_scaling, True),
     "middleware": (middleware.middleware, True),
+    "compaction": (compaction.compaction, True),
     "approximate": (scenarios.approximate, False),
     "approximate-loop": (scenarios.approximate_loop, False),
     "memory": (memory.memory, False),
