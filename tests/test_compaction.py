@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,8 +42,10 @@ from langchain_turntrim import (
     trim_update,
 )
 from langchain_turntrim._cli import main
-from langchain_turntrim._compaction import edits
+from langchain_turntrim._compaction import edits, fit
 from langchain_turntrim._compaction.fit import WHOLE_LIST_COUNTS
+from langchain_turntrim._compaction.ladder import Ladder, Slot
+from tests import strategies as lcst
 from tests.lc import LENGTH, check_conversation
 
 FILLER = "the quick brown fox jumps over the lazy dog 0123456789 "
@@ -397,6 +400,110 @@ def test_async_and_sync_compact_alike() -> None:
     history = agent_turn([[2_000]] * 4)
     trimmer = TurnTrimmer(max_tokens=700, on_overflow="compact")
     assert asyncio.run(trimmer.ainvoke(history)) == trimmer.invoke(history) == trimmer.trim(history)
+
+
+# -- the ladder's choices, against naive references; its work, linear -------------------------
+
+
+class CheckedLadder(Ladder):
+    """The ladder, each choice checked against a scan of what it keeps: the
+    largest message that can still be truncated (the earliest of equals, the
+    user's last of all), and the oldest step that may go (never the newest,
+    nor a first kept step that opens with a thinking block)."""
+
+    def _largest(self) -> Slot | None:
+        found = super()._largest()
+        slots = [s for s in self.kept_slots() if not s.at_floor]
+        others = [s for s in slots if s is not self.user]
+        assert found is max(others or slots, key=lambda s: s.tokens, default=None)
+        return found
+
+    def _droppable(self) -> int | None:
+        gone = {id(s) for s in self.dropped}
+        kept = [i for i, step in enumerate(self.steps) if id(step[0]) not in gone]
+        first = next(iter(self.steps[kept[0]][0].original.content), None) if kept else None
+        held = 1 if isinstance(first, dict) and first["type"] == "thinking" else 0
+        expected = kept[held] if held < len(kept) - 1 else None
+        found = super()._droppable()
+        assert found == expected
+        return found
+
+
+def thinking(message: BaseMessage) -> BaseMessage:
+    """``message`` opening with a thinking block (Anthropic's extended thinking)."""
+    block = {"type": "thinking", "thinking": "let me think", "signature": "sig"}
+    return message.model_copy(update={"content": [block, {"type": "text", "text": message.text}]})
+
+
+@pytest.mark.parametrize("name", ["approximate", "length"])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(history=long_turns(), data=st.data())
+def test_the_ladder_chooses_as_a_scan_of_what_it_keeps_would(
+    name: str, history: list[BaseMessage], data: st.DataObject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    thinks = data.draw(st.lists(st.booleans(), min_size=len(history), max_size=len(history)))
+    history = [
+        thinking(m) if isinstance(m, AIMessage) and t else m
+        for m, t in zip(history, thinks, strict=True)
+    ]
+    total = bare_count(name)(history)
+    budget = data.draw(st.integers(0, total) | st.integers(total // 4, total), label="budget")
+    trimmer = TurnTrimmer(max_tokens=budget, token_counter=counter_for(name), on_overflow="compact")
+    expected = outcome_of(trimmer, history)
+    with monkeypatch.context() as patched:
+        patched.setattr(fit, "Ladder", CheckedLadder)
+        checked = TurnTrimmer(budget, token_counter=counter_for(name), on_overflow="compact")
+        assert outcome_of(checked, history) == expected
+
+
+def outcome_of(trimmer: TurnTrimmer, history: list[BaseMessage]) -> object:
+    """The compaction a trim makes, or the error it raises."""
+    try:
+        return trimmer.trim_with_report(history).compaction
+    except TurnTrimOverflowError as error:
+        return str(error)
+
+
+def python_calls(run: Callable[[], object]) -> int:
+    """How many Python functions ``run()`` calls, all the way down."""
+    calls = 0
+
+    def profile(_frame: object, event: str, _arg: object) -> None:
+        nonlocal calls
+        calls += event == "call"
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    message=lcst.messages(),
+    name=st.sampled_from(["tool_calls", "tool_call_id", "name", "role", "type", "text", "x"]),
+    extra=st.none() | st.sampled_from(["tool_calls", "tool_call_id", "x"]),
+)
+def test_an_attribute_is_read_as_getattr_reads_it(
+    message: BaseMessage, name: str, extra: str | None
+) -> None:
+    if extra is not None and extra not in type(message).model_fields:
+        setattr(message, extra, [{"id": "c", "name": "n"}])  # an extra field
+    assert edits.attribute(message, name) == getattr(message, name, None)
+
+
+def test_a_turns_compaction_does_work_linear_in_its_steps() -> None:
+    def calls(steps: int) -> int:
+        history = agent_turn([[300]] * steps, final=0)
+        trimmer = TurnTrimmer(max_tokens=3_000, on_overflow="compact")
+        python_calls(lambda: trimmer.trim(history))  # the counts cached
+        return python_calls(lambda: trimmer.trim(history[:-1]))
+
+    assert calls(1_200) < 4.5 * calls(300)
 
 
 # -- in an agent ------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ message and the newest step, truncated as far as they go.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -35,7 +36,7 @@ from langchain_core.messages import BaseMessage
 from langchain_turntrim._compaction import edits
 from langchain_turntrim._core import ANCHOR, CONTINUE, PINNED, REPLY, START
 
-__all__ = ["PINNED_KINDS", "Compaction", "Ladder"]
+__all__ = ["PINNED_KINDS", "Compaction", "Ladder", "Slot"]
 
 #: Counts per truncated message while searching for its length.
 _SEARCH_STEPS: Final = 8
@@ -90,12 +91,13 @@ class Compaction:
         }
 
 
-class _Slot:
+class Slot:
     """One message of the turn as compaction changes it, piece by piece."""
 
     __slots__ = (
         "data_dropped",
         "index",
+        "kept",
         "message",
         "original",
         "original_tokens",
@@ -111,6 +113,8 @@ class _Slot:
         self.message = original
         self.tokens = tokens
         self.data_dropped = False
+        #: False once its step is dropped.
+        self.kept = True
 
     @property
     def change(self) -> str:
@@ -142,14 +146,23 @@ class Ladder:
         self.count_each = count_each
         costs = count_each([messages[i] for i in turn])
         slots = [
-            _Slot(i, messages[i], c, result=is_result_message(messages[i], kinds[i]))
+            Slot(i, messages[i], c, result=is_result_message(messages[i], kinds[i]))
             for i, c in zip(turn, costs, strict=True)
         ]
         # The head: the user message (absent when a summary, pinned, opens the
         # turn) and any result before the first assistant message. Then one
-        # step per assistant message, with the results that follow it.
-        self.head: list[_Slot] = []
-        self.steps: list[list[_Slot]] = []
+        # step per assistant message, with the results that follow it. Steps
+        # go oldest first: the kept ones are the held first step, if any, and
+        # ``steps[self.next:]``.
+        self.head: list[Slot] = []
+        self.steps: list[list[Slot]] = []
+        self.next = 0
+        #: The first step, kept when the oldest kept step opens with a thinking block.
+        self.held: list[Slot] = []
+        #: The slots ``_largest`` chooses from (built when first needed): the
+        #: largest first, then the earliest; entries of slots since dropped,
+        #: at their floor or changed are skipped when met.
+        self.candidates: list[tuple[int, int, Slot]] | None = None
         for slot in slots:
             if kinds[slot.index] == REPLY:
                 self.steps.append([slot])
@@ -159,7 +172,7 @@ class Ladder:
                 self.head.append(slot)
         first = self.head[0] if self.head else None
         self.user = first if first is not None and kinds[first.index] == START else None
-        self.dropped: list[_Slot] = []
+        self.dropped: list[Slot] = []
         self.names = edits.tool_names(messages[i] for i in turn)
         #: Every tool result of the steps, oldest first: a result message, or
         #: one tool_result block of a user message.
@@ -172,14 +185,16 @@ class Ladder:
         ]
         self.clearable = results[: max(0, len(results) - keep_tool_results)]
         #: The results cleared, in order, with their notes.
-        self.cleared: list[tuple[_Slot, edits.Piece, str]] = []
+        self.cleared: list[tuple[Slot, edits.Piece, str]] = []
         self.step_starts = {step[0].index for step in self.steps}
 
     def total(self) -> int:
         return sum(s.tokens for s in self.kept_slots())
 
-    def kept_slots(self) -> list[_Slot]:
-        return [*self.head, *(s for step in self.steps for s in step)]
+    def kept_slots(self) -> list[Slot]:
+        steps = self.steps
+        later = (s for i in range(self.next, len(steps)) for s in steps[i])
+        return [*self.head, *self.held, *later]
 
     def run(self, room: int) -> bool:
         """Apply the rungs until the turn fits ``room``; False if it cannot
@@ -191,23 +206,24 @@ class Ladder:
             total -= self._clear(slot, piece)
         while total > room:
             excess = total - room
-            largest = self._largest()
             droppable = self._droppable()
             oldest = 0 if droppable is None else sum(s.tokens for s in self.steps[droppable])
             # A step goes when at least half of it is needed; a smaller excess
             # is truncated from the largest message instead of wasting the rest.
-            if droppable is not None and (largest is None or oldest <= 2 * excess):
-                step = self.steps.pop(droppable)
-                self.dropped.extend(step)
-                total -= oldest
-            elif largest is None:
-                return False
-            else:
+            if droppable is not None and oldest <= 2 * excess:
+                total -= self._drop(droppable)
+                continue
+            largest = self._largest()
+            if largest is not None:
                 total -= self._truncate(largest, largest.tokens - excess)
+                self._requeue(largest)
+            elif droppable is not None:
+                total -= self._drop(droppable)
+            else:
+                return False
         if self.dropped:  # room freed by dropping: give back the newest cleared results
-            kept = {id(s) for s in self.kept_slots()}
             for slot, piece, note in reversed(self.cleared):
-                if id(slot) not in kept or piece.change != "cleared":
+                if not slot.kept or piece.change != "cleared":
                     continue
                 piece.restore()
                 restored = slot.rebuilt()
@@ -222,20 +238,49 @@ class Ladder:
     def _droppable(self) -> int | None:
         """The oldest step that may go: never the newest, nor a first step that
         opens with a thinking block (Anthropic, thinking on, refuses a turn in
-        progress whose first assistant message lost it)."""
-        first = 1 if self.steps and _opens_with_thinking(self.steps[0][0].original) else 0
-        return first if first < len(self.steps) - 1 else None
+        progress whose first assistant message lost it): that one is held."""
+        steps = self.steps
+        if not self.held and self.next < len(steps):
+            first = steps[self.next]
+            if _opens_with_thinking(first[0].original):
+                self.held = first
+                self.next += 1
+        return self.next if self.next < len(steps) - 1 else None
 
-    def _largest(self) -> _Slot | None:
-        """The largest message that can still be truncated; the user message last of all."""
-        slots = [s for s in self.kept_slots() if not s.at_floor]
-        others = [s for s in slots if s is not self.user]
-        return max(others or slots, key=lambda s: s.tokens, default=None)
+    def _drop(self, index: int) -> int:
+        """Drop the step at ``index`` (the oldest that may go); the tokens it held."""
+        step = self.steps[index]
+        for slot in step:
+            slot.kept = False
+        self.dropped.extend(step)
+        self.next = index + 1
+        return sum(s.tokens for s in step)
+
+    def _largest(self) -> Slot | None:
+        """The largest message that can still be truncated (the earliest of
+        equals); the user message last of all."""
+        if self.candidates is None:
+            user = self.user
+            self.candidates = [(-s.tokens, s.index, s) for s in self.kept_slots() if s is not user]
+            heapq.heapify(self.candidates)
+        candidates = self.candidates
+        while candidates:
+            tokens, _, slot = candidates[0]
+            if slot.kept and -tokens == slot.tokens and not slot.at_floor:
+                return slot
+            heapq.heappop(candidates)
+        user = self.user
+        return user if user is not None and not user.at_floor else None
+
+    def _requeue(self, slot: Slot) -> None:
+        """Give a truncated slot its new place among the candidates."""
+        if self.candidates is not None and slot is not self.user and not slot.at_floor:
+            heapq.heappush(self.candidates, (-slot.tokens, slot.index, slot))
 
     def _count(self, message: BaseMessage) -> int:
         return self.count_each([message])[0]
 
-    def _clear(self, slot: _Slot, piece: edits.Piece) -> int:
+    def _clear(self, slot: Slot, piece: edits.Piece) -> int:
         """Replace one result by a note naming its tool and the tokens it held."""
         name = self.names.get(piece.tool_id, "tool")
         if len(slot.parts) == 1:
@@ -255,7 +300,7 @@ class Ladder:
         self.cleared.append((slot, piece, note))
         return saved
 
-    def _truncate(self, slot: _Slot, target: int) -> int:
+    def _truncate(self, slot: Slot, target: int) -> int:
         """Cut the largest piece of ``slot`` so that it holds at most ``target``
         tokens, or as far as that piece goes."""
         editable = [p for p in slot.parts if p.editable and not p.at_floor]
@@ -338,7 +383,7 @@ def is_result_message(message: BaseMessage, kind: int) -> bool:
     in its blocks.)"""
     if kind != CONTINUE:
         return False
-    return message.type in ("tool", "function") or getattr(message, "role", None) in (
+    return message.type in ("tool", "function") or edits.attribute(message, "role") in (
         "tool",
         "function",
     )
