@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import copy
+import gc
 import json
 import math
+import operator
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -44,7 +47,8 @@ from langchain_turntrim import (
 from langchain_turntrim._cli import main
 from langchain_turntrim._compaction import edits, fit
 from langchain_turntrim._compaction.fit import WHOLE_LIST_COUNTS
-from langchain_turntrim._compaction.ladder import Ladder, Slot
+from langchain_turntrim._compaction.ladder import Compaction, Ladder, Slot
+from langchain_turntrim._planning.memo import HISTORIES
 from tests import strategies as lcst
 from tests.lc import LENGTH, check_conversation
 
@@ -165,11 +169,22 @@ def check_compacted(history: list[BaseMessage], kept: list[BaseMessage], budget:
                 assert message.tool_calls == original.tool_calls  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("name", ["approximate", "tiktoken", "length"])
-@settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(history=long_turns(), data=st.data())
+def with_every_counter(max_examples: int) -> Callable[[Any], Any]:
+    """A property of ``long_turns()`` (``history``, and ``data`` to draw more)
+    for each counter's ``name``."""
+
+    def decorate(test: Any) -> Any:
+        test = given(history=long_turns(), data=st.data())(test)
+        health = [HealthCheck.function_scoped_fixture]
+        test = settings(max_examples=max_examples, deadline=None, suppress_health_check=health)(
+            test
+        )
+        return pytest.mark.parametrize("name", ["approximate", "tiktoken", "length"])(test)
+
+    return decorate
+
+
+@with_every_counter(max_examples=150)
 def test_compaction_guarantees_at_every_budget(
     name: str, history: list[BaseMessage], data: st.DataObject, tiktoken_cache: Any
 ) -> None:
@@ -504,6 +519,151 @@ def test_a_turns_compaction_does_work_linear_in_its_steps() -> None:
         return python_calls(lambda: trimmer.trim(history[:-1]))
 
     assert calls(1_200) < 4.5 * calls(300)
+
+
+# -- warm compactions: what a fresh trimmer gives, after any edit -----------------------------
+
+EDITS = ("same", "original", "copy", "copy extra", "original extra", "append")
+
+
+def report_of(trimmer: TurnTrimmer, history: list[BaseMessage]) -> tuple[Any, ...]:
+    """What a trim gives (what is kept, and the compaction), or the error it raises."""
+    try:
+        report = trimmer.trim_with_report(history)
+    except (TypeError, ValueError, TurnTrimOverflowError) as error:
+        return type(error), str(error)
+    return report.kept, report.compaction, report.tokens_after
+
+
+@with_every_counter(max_examples=100)
+def test_a_warm_compaction_is_a_fresh_one_after_any_edit(
+    name: str, history: list[BaseMessage], data: st.DataObject, tiktoken_cache: Any
+) -> None:
+    total = bare_count(name)(history)
+    budget = data.draw(st.integers(total // 4, total), label="budget")
+    keep = data.draw(st.integers(0, 3), label="keep_tool_results")
+    options: dict[str, Any] = {"on_overflow": "compact", "keep_tool_results": keep}
+    warm = TurnTrimmer(budget, token_counter=counter_for(name), **options)
+    for _ in range(data.draw(st.integers(1, 6), label="rounds")):
+        got = report_of(warm, history)
+        fresh = TurnTrimmer(budget, token_counter=counter_for(name), **options)
+        assert got == report_of(fresh, history)
+        copies = got[1].compacted if isinstance(got[1], Compaction) else []
+        edit = data.draw(st.sampled_from(EDITS), label="edit")
+        if edit == "append":
+            history = [*history, AIMessage(text(30, len(history)), id=f"more{len(history)}")]
+            continue
+        targets = copies if edit.startswith("copy") else history
+        if edit == "same" or not targets:
+            continue
+        message = data.draw(st.sampled_from(targets), label="message")
+        field, value = data.draw(lcst.field_reassignments(), label="change")
+        if edit.endswith("extra"):
+            setattr(message, "extra_" + field, value)
+        elif field in type(message).model_fields:
+            setattr(message, field, copy.deepcopy(value))
+
+
+class Recorded:
+    """Content lengths; records every message it counts."""
+
+    overhead = 0
+
+    def __init__(self) -> None:
+        self.counted: list[BaseMessage] = []
+
+    def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+        self.counted += messages
+        return [len(str(m.content)) for m in messages]
+
+
+def cleared_history() -> tuple[list[BaseMessage], dict[str, Any]]:
+    """A turn whose compaction clears old results (and nothing else), and the trimmer's options."""
+    history = agent_turn([[400]] * 6, final=0)
+    return history, {"max_tokens": 1_000, "on_overflow": "compact", "keep_tool_results": 1}
+
+
+def test_a_compacted_history_is_compacted_again_with_the_same_copies_and_no_count() -> None:
+    counter = Recorded()
+    history, options = cleared_history()
+    trimmer = TurnTrimmer(token_counter=counter, **options)
+    first = trimmer.trim_with_report(history)
+    assert first.compaction is not None
+    assert first.compaction.cleared_results == 5
+    counter.counted.clear()
+    for _ in range(2):  # planned once, then remembered
+        again = trimmer.trim_with_report(history)
+        assert counter.counted == []
+        assert all(map(operator.is_, again.compacted, first.compacted))
+        assert again.kept == first.kept
+        assert again.kept is not first.kept
+    step = [
+        AIMessage(text(10, 6), tool_calls=[call(6, 0)], id="a6"),
+        ToolMessage(text(400, 6), tool_call_id="c6.0", id="rc6.0"),
+    ]
+    longer = [*history, *step]
+    report = trimmer.trim_with_report(longer)
+    # Counted (given frozen copies): the new step, and the copy of the one
+    # result cleared for the first time.
+    new = [m for m in report.compacted if not any(m is c for c in first.compacted)]
+    assert [m.id for m in new] == ["rc5.0"]
+    assert [(m.id, m.content) for m in counter.counted] == [
+        (m.id, m.content) for m in [*step, *new]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("content", "edited"), ("id", "given by add_messages"), ("response_metadata", {"x": 1})],
+)
+@pytest.mark.parametrize("whose", ["copy", "original"])
+def test_a_field_reassigned_on_a_copy_or_its_message_gives_a_fresh_copy(
+    field: str, value: object, whose: str
+) -> None:
+    history, options = cleared_history()
+    trimmer = TurnTrimmer(token_counter=Recorded(), **options)
+    trimmer.trim(history)
+    copied = trimmer.trim_with_report(history).compacted[0]
+    target = copied if whose == "copy" else next(m for m in history if m.id == copied.id)
+    setattr(target, field, value)
+    again = trimmer.trim_with_report(history)
+    fresh = TurnTrimmer(token_counter=Recorded(), **options).trim_with_report(history)
+    assert again.kept == fresh.kept
+    if whose == "copy":
+        assert getattr(again.compacted[0], field) != value
+    elif field != "content":
+        assert getattr(again.compacted[0], field) == value
+
+
+def test_an_extra_field_set_on_a_copied_message_is_carried_by_its_copy() -> None:
+    history, options = cleared_history()
+    trimmer = TurnTrimmer(token_counter=Recorded(), **options)
+    trimmer.trim(history)
+    copied = trimmer.trim_with_report(history).compacted[0]
+    original = next(m for m in history if m.id == copied.id)
+    original.note = "seen"  # type: ignore[attr-defined]
+    again = trimmer.trim_with_report(history)
+    assert again.compacted[0].note == "seen"
+    fresh = TurnTrimmer(token_counter=Recorded(), **options).trim_with_report(history)
+    assert again.kept == fresh.kept
+
+
+def test_a_forgotten_compaction_keeps_none_of_its_content_alive() -> None:
+    content = text(100_000) + " unique to this test"
+    baseline = sys.getrefcount(content)
+    history = agent_turn([[400], [400]], final=0)
+    history[3] = history[3].model_copy(update={"content": content})  # the oldest result
+    trimmer = TurnTrimmer(max_tokens=600, on_overflow="compact", keep_tool_results=1)
+    trimmer.trim(history)
+    assert trimmer.trim_with_report(history).compaction is not None
+    assert sys.getrefcount(content) > baseline
+    del history
+    for k in range(HISTORIES):
+        newer = agent_turn([[400], [400]], final=0, user=40 + k)
+        trimmer.trim(newer)
+        trimmer.trim(newer)
+    gc.collect()
+    assert sys.getrefcount(content) == baseline
 
 
 # -- in an agent ------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from typing import Final
 from langchain_core.messages import BaseMessage
 
 from langchain_turntrim._compaction import edits
+from langchain_turntrim._compaction.copies import Copies
 from langchain_turntrim._core import ANCHOR, CONTINUE, PINNED, REPLY, START
 
 __all__ = ["PINNED_KINDS", "Compaction", "Ladder", "Slot"]
@@ -128,12 +129,10 @@ class Slot:
     def at_floor(self) -> bool:
         return all(p.at_floor or not p.editable for p in self.parts)
 
-    def rebuilt(self) -> BaseMessage:
-        return edits.rebuild(self.original, self.parts, drop_data=self.data_dropped)
-
 
 class Ladder:
-    """The three rungs over one turn's messages (pinned ones stay out of it)."""
+    """The three rungs over one turn's messages (pinned ones stay out of it);
+    ``copies``: the copies made by earlier compactions, made again as the same objects."""
 
     def __init__(
         self,
@@ -142,8 +141,10 @@ class Ladder:
         kinds: Sequence[int],
         count_each: CountEach,
         keep_tool_results: int,
+        copies: Copies | None = None,
     ) -> None:
         self.count_each = count_each
+        self.copies = copies
         costs = count_each([messages[i] for i in turn])
         slots = [
             Slot(i, messages[i], c, result=is_result_message(messages[i], kinds[i]))
@@ -226,7 +227,7 @@ class Ladder:
                 if not slot.kept or piece.change != "cleared":
                     continue
                 piece.restore()
-                restored = slot.rebuilt()
+                restored = self._rebuilt(slot)
                 tokens = self._count(restored)
                 if total - slot.tokens + tokens <= room:
                     total += tokens - slot.tokens
@@ -277,6 +278,12 @@ class Ladder:
         if self.candidates is not None and slot is not self.user and not slot.at_floor:
             heapq.heappush(self.candidates, (-slot.tokens, slot.index, slot))
 
+    def _rebuilt(self, slot: Slot) -> BaseMessage:
+        """The message of ``slot`` as its pieces are now (the same copy as
+        before, when ``copies`` remembers one)."""
+        rebuild = edits.rebuild if self.copies is None else self.copies.rebuild
+        return rebuild(slot.original, slot.parts, drop_data=slot.data_dropped)
+
     def _count(self, message: BaseMessage) -> int:
         return self.count_each([message])[0]
 
@@ -287,10 +294,10 @@ class Ladder:
             held = slot.tokens
         else:  # one result among other pieces: what its output adds to the message
             piece.text, piece.change = "", "cleared"
-            held = max(0, slot.tokens - self._count(slot.rebuilt()))
+            held = max(0, slot.tokens - self._count(self._rebuilt(slot)))
         note = f"[result of {name} cleared to fit the context: {held} tokens]"
         piece.text, piece.change, piece.at_floor = note, "cleared", True
-        cleared = slot.rebuilt()
+        cleared = self._rebuilt(slot)
         tokens = self._count(cleared)
         if tokens >= slot.tokens:
             piece.restore()
@@ -311,7 +318,7 @@ class Ladder:
         before, previous = slot.data_dropped, (piece.text, piece.change)
         slot.data_dropped = True
         piece.text, piece.change = edits.truncate(text, 0), "truncated"
-        floor = slot.rebuilt()
+        floor = self._rebuilt(slot)
         floor_tokens = self._count(floor)
         if floor_tokens >= slot.tokens:
             slot.data_dropped = before
@@ -326,7 +333,7 @@ class Ladder:
             for _ in range(_SEARCH_STEPS):
                 keep = max(0, min(keep, len(text) - 1))
                 piece.text = edits.truncate(text, keep)
-                candidate = slot.rebuilt()
+                candidate = self._rebuilt(slot)
                 counted = self._count(candidate)
                 if counted <= target:
                     message, tokens, kept = candidate, counted, piece.text

@@ -20,13 +20,13 @@ from langchain_turntrim._messages import check_messages
 from langchain_turntrim._options import DEFAULT_CACHE_SIZE
 from langchain_turntrim._safe_repr import safe_repr
 
-__all__ = ["CachedCounter"]
+__all__ = ["CachedCounter", "Ref", "forgetter"]
 
 #: Counts of messages from their classes and ``message_fields`` (see TiktokenCounter).
 FieldsCounter = Callable[[Sequence[type], Sequence[Fields]], list[int]]
 
 
-class _Ref(weakref.ref):  # type: ignore[type-arg]
+class Ref(weakref.ref):  # type: ignore[type-arg]
     """A weak reference to a counted message that knows its identity-layer key."""
 
     __slots__ = ("key",)
@@ -78,7 +78,7 @@ class CachedCounter(Wrapper):
         # id(message) -> (weak reference, fields getter, message_fields(message), count)
         self._known: OrderedDict[int, tuple[Any, ...]] = OrderedDict()
         self._known_lock = threading.Lock()
-        self._forget = _forgetter(self._known)
+        self._forget = forgetter(self._known)
 
     @property
     def cache_size(self) -> int:
@@ -176,7 +176,7 @@ class CachedCounter(Wrapper):
         for j in range(max(0, len(unknown) - cache_size), len(unknown)):
             m = messages[unknown[j]]
             try:
-                ref = _Ref(m, self._forget)
+                ref = Ref(m, self._forget)
             except TypeError:  # not weakly referenceable: not remembered
                 continue
             ref.key = id(m)
@@ -198,7 +198,7 @@ class CachedCounter(Wrapper):
         return f"CachedCounter({safe_repr(self.counter)}, cache_size={self.cache_size})"
 
 
-def _forgetter(known: OrderedDict[int, tuple[Any, ...]]) -> Any:
+def forgetter(known: OrderedDict[int, tuple[Any, ...]]) -> Any:
     """The weak-reference callback dropping a dead message's identity entry.
 
     It runs whenever the message is collected, maybe inside another cache
@@ -206,7 +206,7 @@ def _forgetter(known: OrderedDict[int, tuple[Any, ...]]) -> Any:
     replaced the entry in between, dropping that one is only a cache miss.
     """
 
-    def forget(ref: _Ref) -> None:
+    def forget(ref: Ref) -> None:
         entry = known.get(ref.key)
         if entry is not None and entry[0] is ref:
             known.pop(ref.key, None)

@@ -8,6 +8,9 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from langchain_turntrim._calls import unanswered_calls
+from langchain_turntrim._compaction.copies import Copies
+from langchain_turntrim._compaction.fit import fit_additive
+from langchain_turntrim._compaction.ladder import Compaction
 from langchain_turntrim._core import TrimPlan, plan_costs
 from langchain_turntrim._core.depth import Cut
 from langchain_turntrim._counting.additive import AdditiveCounter
@@ -25,9 +28,12 @@ class AdditivePlanner(CountingPlanner):
     (``counter.stable``), it remembers the last histories it planned
     (``HistoryMemo``, each of up to ``cache_size`` messages): a history that
     only grew since is counted and grouped for its new messages alone.
+    With a ``cache_size``, the copies compaction made of the last
+    ``cache_size`` messages it changed are made again as the same objects
+    (``Copies``), which the counter's cache knows.
     """
 
-    __slots__ = ("cache_size", "memo")
+    __slots__ = ("cache_size", "copies", "memo")
 
     counter: AdditiveCounter
 
@@ -35,6 +41,7 @@ class AdditivePlanner(CountingPlanner):
         self.counter = counter
         self.cache_size = cache_size
         self.memo = HistoryMemo(cache_size) if cache_size and counter.stable else None
+        self.copies = Copies(cache_size) if cache_size else None
 
     def plan(
         self,
@@ -60,14 +67,36 @@ class AdditivePlanner(CountingPlanner):
         plan = plan_costs(kinds, costs, max_tokens, overhead, trim_to)
         return unanswered_calls(plan, messages, kinds)
 
+    def compact(
+        self,
+        messages: Sequence[BaseMessage],
+        plan: TrimPlan,
+        *,
+        keep_tool_results: int,
+        tools: Sequence[Any] = (),
+    ) -> Compaction:
+        """The newest turn compacted into the budget (see ``_compaction.fit``),
+        with the copies earlier compactions made."""
+        return fit_additive(
+            messages,
+            message_kinds(messages),
+            plan,
+            self.counter,
+            keep_tool_results=keep_tool_results,
+            tools=tools,
+            copies=self.copies,
+        )
+
     def tool_tokens(self, tools: Sequence[Any]) -> int:
         """The tools' price: part of the plan's ``overhead_tokens``."""
         return self.counter.count_tools(tools) if tools else 0
 
     def clear(self) -> None:
-        """Forget the remembered histories, and the counter's cached counts."""
+        """Forget the remembered histories and copies, and the counter's cached counts."""
         if self.memo is not None:
             self.memo.clear()
+        if self.copies is not None:
+            self.copies.clear()
         super().clear()
 
     def __reduce__(self) -> tuple[Any, ...]:
