@@ -46,8 +46,9 @@ from langchain_turntrim import (
 )
 from langchain_turntrim._cli import main
 from langchain_turntrim._compaction import edits, fit
-from langchain_turntrim._compaction.fit import WHOLE_LIST_COUNTS
+from langchain_turntrim._compaction.fit import WHOLE_LIST_COUNTS, fit_additive
 from langchain_turntrim._compaction.ladder import Compaction, Ladder, Slot
+from langchain_turntrim._planning import additive
 from langchain_turntrim._planning.memo import HISTORIES
 from tests import strategies as lcst
 from tests.lc import LENGTH, check_conversation
@@ -610,6 +611,28 @@ def test_a_compacted_history_is_compacted_again_with_the_same_copies_and_no_coun
     assert [(m.id, m.content) for m in counter.counted] == [
         (m.id, m.content) for m in [*step, *new]
     ]
+
+
+def test_a_history_compacted_as_it_is_is_not_compacted_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    history, options = cleared_history()
+    trimmer = TurnTrimmer(token_counter=Recorded(), **options)
+    trimmer.trim(history)
+    expected = trimmer.trim_with_report(history)  # remembered from its second plan
+    runs: list[int] = []
+
+    def spy(messages: Sequence[BaseMessage], *args: Any, **kwargs: Any) -> Compaction:
+        runs.append(len(messages))
+        return fit_additive(messages, *args, **kwargs)
+
+    monkeypatch.setattr(additive, "fit_additive", spy)  # where the planner finds it
+    again = trimmer.trim_with_report(history)
+    assert runs == []
+    assert (again.kept, again.compaction) == (expected.kept, expected.compaction)
+    assert again.kept is not expected.kept
+    trimmer.trim([*history, AIMessage("more", id="more")])  # the turn grew: compacted anew
+    assert runs == [len(history) + 1]
 
 
 @pytest.mark.parametrize(

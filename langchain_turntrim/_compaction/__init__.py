@@ -6,5 +6,7 @@
 * ``fit``: the ladder fitted to the budget in the counter's own units
   (directly for additive counters, by a bounded search for whole-list ones);
 * ``copies``: the copies made lately, made again as the same objects (which
-  the count cache knows) while their messages are unchanged.
+  the count cache knows) while their messages are unchanged;
+* ``memo``: the compactions of a remembered history, given again while
+  nothing they were made from changed.
 """

@@ -27,10 +27,11 @@ class AdditivePlanner(CountingPlanner):
     With a ``cache_size`` and a counter whose counts never change
     (``counter.stable``), it remembers the last histories it planned
     (``HistoryMemo``, each of up to ``cache_size`` messages): a history that
-    only grew since is counted and grouped for its new messages alone.
-    With a ``cache_size``, the copies compaction made of the last
-    ``cache_size`` messages it changed are made again as the same objects
-    (``Copies``), which the counter's cache knows.
+    only grew since is counted and grouped for its new messages alone, and
+    the compactions made of it are given again while nothing they were made
+    from changed (``_compaction.memo``). With a ``cache_size``, the copies
+    compaction made of the last ``cache_size`` messages it changed are made
+    again as the same objects (``Copies``), which the counter's cache knows.
     """
 
     __slots__ = ("cache_size", "copies", "memo")
@@ -76,8 +77,13 @@ class AdditivePlanner(CountingPlanner):
         tools: Sequence[Any] = (),
     ) -> Compaction:
         """The newest turn compacted into the budget (see ``_compaction.fit``),
-        with the copies earlier compactions made."""
-        return fit_additive(
+        with the copies earlier compactions made; the same compaction as
+        before when nothing it was made from changed."""
+        memo = None if self.memo is None else self.memo.planned(messages)
+        found = None if memo is None else memo.find(messages, plan, keep_tool_results)
+        if found is not None:
+            return found
+        compaction = fit_additive(
             messages,
             message_kinds(messages),
             plan,
@@ -86,6 +92,9 @@ class AdditivePlanner(CountingPlanner):
             tools=tools,
             copies=self.copies,
         )
+        if memo is not None:
+            memo.remember(messages, plan, keep_tool_results, compaction)
+        return compaction
 
     def tool_tokens(self, tools: Sequence[Any]) -> int:
         """The tools' price: part of the plan's ``overhead_tokens``."""
