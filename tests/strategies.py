@@ -502,6 +502,18 @@ def reassignments() -> st.SearchStrategy[tuple[str, Any]]:
     )
 
 
+def field_reassignments() -> st.SearchStrategy[tuple[str, Any]]:
+    """``reassignments``, and fields no count depends on but a copy carries
+    (``id``, ``response_metadata``, a tool message's ``status`` and ``artifact``)."""
+    return st.one_of(
+        reassignments(),
+        st.tuples(st.just("id"), st.none() | st.text(max_size=5)),
+        st.tuples(st.just("response_metadata"), st.dictionaries(st.just("model"), json_values())),
+        st.tuples(st.just("status"), st.sampled_from(["success", "error"])),
+        st.tuples(st.just("artifact"), json_values()),
+    )
+
+
 # --- OpenAI message dicts, as the turntrim command reads them --------------------------
 
 

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import copy
+import gc
 import json
 import math
+import operator
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,8 +45,12 @@ from langchain_turntrim import (
     trim_update,
 )
 from langchain_turntrim._cli import main
-from langchain_turntrim._compaction import edits
-from langchain_turntrim._compaction.fit import WHOLE_LIST_COUNTS
+from langchain_turntrim._compaction import edits, fit
+from langchain_turntrim._compaction.fit import WHOLE_LIST_COUNTS, fit_additive
+from langchain_turntrim._compaction.ladder import Compaction, Ladder, Slot
+from langchain_turntrim._planning import additive
+from langchain_turntrim._planning.memo import HISTORIES
+from tests import strategies as lcst
 from tests.lc import LENGTH, check_conversation
 
 FILLER = "the quick brown fox jumps over the lazy dog 0123456789 "
@@ -162,11 +170,22 @@ def check_compacted(history: list[BaseMessage], kept: list[BaseMessage], budget:
                 assert message.tool_calls == original.tool_calls  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("name", ["approximate", "tiktoken", "length"])
-@settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(history=long_turns(), data=st.data())
+def with_every_counter(max_examples: int) -> Callable[[Any], Any]:
+    """A property of ``long_turns()`` (``history``, and ``data`` to draw more)
+    for each counter's ``name``."""
+
+    def decorate(test: Any) -> Any:
+        test = given(history=long_turns(), data=st.data())(test)
+        health = [HealthCheck.function_scoped_fixture]
+        test = settings(max_examples=max_examples, deadline=None, suppress_health_check=health)(
+            test
+        )
+        return pytest.mark.parametrize("name", ["approximate", "tiktoken", "length"])(test)
+
+    return decorate
+
+
+@with_every_counter(max_examples=150)
 def test_compaction_guarantees_at_every_budget(
     name: str, history: list[BaseMessage], data: st.DataObject, tiktoken_cache: Any
 ) -> None:
@@ -397,6 +416,277 @@ def test_async_and_sync_compact_alike() -> None:
     history = agent_turn([[2_000]] * 4)
     trimmer = TurnTrimmer(max_tokens=700, on_overflow="compact")
     assert asyncio.run(trimmer.ainvoke(history)) == trimmer.invoke(history) == trimmer.trim(history)
+
+
+# -- the ladder's choices, against naive references; its work, linear -------------------------
+
+
+class CheckedLadder(Ladder):
+    """The ladder, each choice checked against a scan of what it keeps: the
+    largest message that can still be truncated (the earliest of equals, the
+    user's last of all), and the oldest step that may go (never the newest,
+    nor a first kept step that opens with a thinking block)."""
+
+    def _largest(self) -> Slot | None:
+        found = super()._largest()
+        slots = [s for s in self.kept_slots() if not s.at_floor]
+        others = [s for s in slots if s is not self.user]
+        assert found is max(others or slots, key=lambda s: s.tokens, default=None)
+        return found
+
+    def _droppable(self) -> int | None:
+        gone = {id(s) for s in self.dropped}
+        kept = [i for i, step in enumerate(self.steps) if id(step[0]) not in gone]
+        first = next(iter(self.steps[kept[0]][0].original.content), None) if kept else None
+        held = 1 if isinstance(first, dict) and first["type"] == "thinking" else 0
+        expected = kept[held] if held < len(kept) - 1 else None
+        found = super()._droppable()
+        assert found == expected
+        return found
+
+
+def thinking(message: BaseMessage) -> BaseMessage:
+    """``message`` opening with a thinking block (Anthropic's extended thinking)."""
+    block = {"type": "thinking", "thinking": "let me think", "signature": "sig"}
+    return message.model_copy(update={"content": [block, {"type": "text", "text": message.text}]})
+
+
+@pytest.mark.parametrize("name", ["approximate", "length"])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(history=long_turns(), data=st.data())
+def test_the_ladder_chooses_as_a_scan_of_what_it_keeps_would(
+    name: str, history: list[BaseMessage], data: st.DataObject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    thinks = data.draw(st.lists(st.booleans(), min_size=len(history), max_size=len(history)))
+    history = [
+        thinking(m) if isinstance(m, AIMessage) and t else m
+        for m, t in zip(history, thinks, strict=True)
+    ]
+    total = bare_count(name)(history)
+    budget = data.draw(st.integers(0, total) | st.integers(total // 4, total), label="budget")
+    trimmer = TurnTrimmer(max_tokens=budget, token_counter=counter_for(name), on_overflow="compact")
+    expected = outcome_of(trimmer, history)
+    with monkeypatch.context() as patched:
+        patched.setattr(fit, "Ladder", CheckedLadder)
+        checked = TurnTrimmer(budget, token_counter=counter_for(name), on_overflow="compact")
+        assert outcome_of(checked, history) == expected
+
+
+def outcome_of(trimmer: TurnTrimmer, history: list[BaseMessage]) -> object:
+    """The compaction a trim makes, or the error it raises."""
+    try:
+        return trimmer.trim_with_report(history).compaction
+    except TurnTrimOverflowError as error:
+        return str(error)
+
+
+def python_calls(run: Callable[[], object]) -> int:
+    """How many Python functions ``run()`` calls, all the way down."""
+    calls = 0
+
+    def profile(_frame: object, event: str, _arg: object) -> None:
+        nonlocal calls
+        calls += event == "call"
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    message=lcst.messages(),
+    name=st.sampled_from(["tool_calls", "tool_call_id", "name", "role", "type", "text", "x"]),
+    extra=st.none() | st.sampled_from(["tool_calls", "tool_call_id", "x"]),
+)
+def test_an_attribute_is_read_as_getattr_reads_it(
+    message: BaseMessage, name: str, extra: str | None
+) -> None:
+    if extra is not None and extra not in type(message).model_fields:
+        setattr(message, extra, [{"id": "c", "name": "n"}])  # an extra field
+    assert edits.attribute(message, name) == getattr(message, name, None)
+
+
+def test_a_turns_compaction_does_work_linear_in_its_steps() -> None:
+    def calls(steps: int) -> int:
+        history = agent_turn([[300]] * steps, final=0)
+        trimmer = TurnTrimmer(max_tokens=3_000, on_overflow="compact")
+        python_calls(lambda: trimmer.trim(history))  # the counts cached
+        return python_calls(lambda: trimmer.trim(history[:-1]))
+
+    assert calls(1_200) < 4.5 * calls(300)
+
+
+# -- warm compactions: what a fresh trimmer gives, after any edit -----------------------------
+
+EDITS = ("same", "original", "copy", "copy extra", "original extra", "append")
+
+
+def report_of(trimmer: TurnTrimmer, history: list[BaseMessage]) -> tuple[Any, ...]:
+    """What a trim gives (what is kept, and the compaction), or the error it raises."""
+    try:
+        report = trimmer.trim_with_report(history)
+    except (TypeError, ValueError, TurnTrimOverflowError) as error:
+        return type(error), str(error)
+    return report.kept, report.compaction, report.tokens_after
+
+
+@with_every_counter(max_examples=100)
+def test_a_warm_compaction_is_a_fresh_one_after_any_edit(
+    name: str, history: list[BaseMessage], data: st.DataObject, tiktoken_cache: Any
+) -> None:
+    total = bare_count(name)(history)
+    budget = data.draw(st.integers(total // 4, total), label="budget")
+    keep = data.draw(st.integers(0, 3), label="keep_tool_results")
+    options: dict[str, Any] = {"on_overflow": "compact", "keep_tool_results": keep}
+    warm = TurnTrimmer(budget, token_counter=counter_for(name), **options)
+    for _ in range(data.draw(st.integers(1, 6), label="rounds")):
+        got = report_of(warm, history)
+        fresh = TurnTrimmer(budget, token_counter=counter_for(name), **options)
+        assert got == report_of(fresh, history)
+        copies = got[1].compacted if isinstance(got[1], Compaction) else []
+        edit = data.draw(st.sampled_from(EDITS), label="edit")
+        if edit == "append":
+            history = [*history, AIMessage(text(30, len(history)), id=f"more{len(history)}")]
+            continue
+        targets = copies if edit.startswith("copy") else history
+        if edit == "same" or not targets:
+            continue
+        message = data.draw(st.sampled_from(targets), label="message")
+        field, value = data.draw(lcst.field_reassignments(), label="change")
+        if edit.endswith("extra"):
+            setattr(message, "extra_" + field, value)
+        elif field in type(message).model_fields:
+            setattr(message, field, copy.deepcopy(value))
+
+
+class Recorded:
+    """Content lengths; records every message it counts."""
+
+    overhead = 0
+
+    def __init__(self) -> None:
+        self.counted: list[BaseMessage] = []
+
+    def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+        self.counted += messages
+        return [len(str(m.content)) for m in messages]
+
+
+def cleared_history() -> tuple[list[BaseMessage], dict[str, Any]]:
+    """A turn whose compaction clears old results (and nothing else), and the trimmer's options."""
+    history = agent_turn([[400]] * 6, final=0)
+    return history, {"max_tokens": 1_000, "on_overflow": "compact", "keep_tool_results": 1}
+
+
+def test_a_compacted_history_is_compacted_again_with_the_same_copies_and_no_count() -> None:
+    counter = Recorded()
+    history, options = cleared_history()
+    trimmer = TurnTrimmer(token_counter=counter, **options)
+    first = trimmer.trim_with_report(history)
+    assert first.compaction is not None
+    assert first.compaction.cleared_results == 5
+    counter.counted.clear()
+    for _ in range(2):  # planned once, then remembered
+        again = trimmer.trim_with_report(history)
+        assert counter.counted == []
+        assert all(map(operator.is_, again.compacted, first.compacted))
+        assert again.kept == first.kept
+        assert again.kept is not first.kept
+    step = [
+        AIMessage(text(10, 6), tool_calls=[call(6, 0)], id="a6"),
+        ToolMessage(text(400, 6), tool_call_id="c6.0", id="rc6.0"),
+    ]
+    longer = [*history, *step]
+    report = trimmer.trim_with_report(longer)
+    # Counted (given frozen copies): the new step, and the copy of the one
+    # result cleared for the first time.
+    new = [m for m in report.compacted if not any(m is c for c in first.compacted)]
+    assert [m.id for m in new] == ["rc5.0"]
+    assert [(m.id, m.content) for m in counter.counted] == [
+        (m.id, m.content) for m in [*step, *new]
+    ]
+
+
+def test_a_history_compacted_as_it_is_is_not_compacted_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    history, options = cleared_history()
+    trimmer = TurnTrimmer(token_counter=Recorded(), **options)
+    trimmer.trim(history)
+    expected = trimmer.trim_with_report(history)  # remembered from its second plan
+    runs: list[int] = []
+
+    def spy(messages: Sequence[BaseMessage], *args: Any, **kwargs: Any) -> Compaction:
+        runs.append(len(messages))
+        return fit_additive(messages, *args, **kwargs)
+
+    monkeypatch.setattr(additive, "fit_additive", spy)  # where the planner finds it
+    again = trimmer.trim_with_report(history)
+    assert runs == []
+    assert (again.kept, again.compaction) == (expected.kept, expected.compaction)
+    assert again.kept is not expected.kept
+    trimmer.trim([*history, AIMessage("more", id="more")])  # the turn grew: compacted anew
+    assert runs == [len(history) + 1]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("content", "edited"), ("id", "given by add_messages"), ("response_metadata", {"x": 1})],
+)
+@pytest.mark.parametrize("whose", ["copy", "original"])
+def test_a_field_reassigned_on_a_copy_or_its_message_gives_a_fresh_copy(
+    field: str, value: object, whose: str
+) -> None:
+    history, options = cleared_history()
+    trimmer = TurnTrimmer(token_counter=Recorded(), **options)
+    trimmer.trim(history)
+    copied = trimmer.trim_with_report(history).compacted[0]
+    target = copied if whose == "copy" else next(m for m in history if m.id == copied.id)
+    setattr(target, field, value)
+    again = trimmer.trim_with_report(history)
+    fresh = TurnTrimmer(token_counter=Recorded(), **options).trim_with_report(history)
+    assert again.kept == fresh.kept
+    if whose == "copy":
+        assert getattr(again.compacted[0], field) != value
+    elif field != "content":
+        assert getattr(again.compacted[0], field) == value
+
+
+def test_an_extra_field_set_on_a_copied_message_is_carried_by_its_copy() -> None:
+    history, options = cleared_history()
+    trimmer = TurnTrimmer(token_counter=Recorded(), **options)
+    trimmer.trim(history)
+    copied = trimmer.trim_with_report(history).compacted[0]
+    original = next(m for m in history if m.id == copied.id)
+    original.note = "seen"  # type: ignore[attr-defined]
+    again = trimmer.trim_with_report(history)
+    assert again.compacted[0].note == "seen"
+    fresh = TurnTrimmer(token_counter=Recorded(), **options).trim_with_report(history)
+    assert again.kept == fresh.kept
+
+
+def test_a_forgotten_compaction_keeps_none_of_its_content_alive() -> None:
+    content = text(100_000) + " unique to this test"
+    baseline = sys.getrefcount(content)
+    history = agent_turn([[400], [400]], final=0)
+    history[3] = history[3].model_copy(update={"content": content})  # the oldest result
+    trimmer = TurnTrimmer(max_tokens=600, on_overflow="compact", keep_tool_results=1)
+    trimmer.trim(history)
+    assert trimmer.trim_with_report(history).compaction is not None
+    assert sys.getrefcount(content) > baseline
+    del history
+    for k in range(HISTORIES):
+        newer = agent_turn([[400], [400]], final=0, user=40 + k)
+        trimmer.trim(newer)
+        trimmer.trim(newer)
+    gc.collect()
+    assert sys.getrefcount(content) == baseline
 
 
 # -- in an agent ------------------------------------------------------------------------------

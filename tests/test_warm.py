@@ -32,6 +32,7 @@ from langchain_turntrim import (
     TurnTrimmer,
     TurnTrimOverflowError,
 )
+from langchain_turntrim._compaction.ladder import Compaction
 from langchain_turntrim._counting import CachedCounter
 from langchain_turntrim._planning.memo import HISTORIES, HistoryMemo
 from tests import strategies as lcst
@@ -64,7 +65,7 @@ def history(turns: int) -> list[BaseMessage]:
     return messages
 
 
-def outcome(trimmer: TurnTrimmer, messages: list[BaseMessage]) -> object:
+def outcome(trimmer: TurnTrimmer, messages: list[BaseMessage]) -> tuple[Any, ...]:
     """What a trim gives (the report), or the error it raises (type and text)."""
     try:
         report = trimmer.report(messages)
@@ -93,6 +94,8 @@ class WarmAgreesWithCold(RuleBasedStateMachine):
         self.other: list[BaseMessage] = []  # a second conversation, trimmed by the same trimmer
         self.options: dict[str, Any] = {}
         self.warm: TurnTrimmer | None = None
+        #: What the warm trimmer returned last: its compacted copies, if it made any.
+        self.returned: list[BaseMessage] = []
 
     @initialize(
         counter=st.sampled_from(sorted(COUNTERS)),
@@ -140,11 +143,22 @@ class WarmAgreesWithCold(RuleBasedStateMachine):
         self.messages = [*self.messages, message]
 
     @precondition(lambda self: self.messages)
-    @rule(data=st.data(), change=lcst.reassignments())
+    @rule(data=st.data(), change=lcst.field_reassignments())
     def reassign(self, data: st.DataObject, change: tuple[str, Any]) -> None:
         message = data.draw(st.sampled_from(self.messages))
         field, value = change
         if field in type(message).model_fields:
+            setattr(message, field, copy.deepcopy(value))
+
+    @precondition(lambda self: self.returned)
+    @rule(data=st.data(), change=lcst.field_reassignments(), extra=st.booleans())
+    def reassign_a_copy(self, data: st.DataObject, change: tuple[str, Any], extra: bool) -> None:
+        """A field of a compacted copy the caller was given reassigned (as
+        LangGraph's ``add_messages`` gives an id to a message without one), or
+        a field its class does not have set (an extra field)."""
+        message = data.draw(st.sampled_from(self.returned))
+        field, value = change
+        if field in type(message).model_fields or extra:
             setattr(message, field, copy.deepcopy(value))
 
     @precondition(lambda self: self.messages)
@@ -195,7 +209,10 @@ class WarmAgreesWithCold(RuleBasedStateMachine):
     @invariant()
     def warm_equals_cold(self) -> None:
         assert self.warm is not None
-        assert outcome(self.warm, self.messages) == outcome(self.fresh(), self.messages)
+        warm = outcome(self.warm, self.messages)
+        assert warm == outcome(self.fresh(), self.messages)
+        compaction = warm[-1] if len(warm) == 4 else None  # a report, not an error
+        self.returned = compaction.compacted if isinstance(compaction, Compaction) else []
 
 
 TestWarmAgreesWithCold = WarmAgreesWithCold.TestCase

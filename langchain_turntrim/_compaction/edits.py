@@ -33,6 +33,7 @@ __all__ = [
     "REASONING_BLOCKS",
     "THINKING_BLOCKS",
     "Piece",
+    "attribute",
     "pieces",
     "rebuild",
     "result_text",
@@ -62,6 +63,7 @@ TEXT: Final = "text"
 RESULT: Final = "result"
 DATA: Final = "data"
 KEEP: Final = "keep"
+_MISSING: Final = object()
 
 
 @dataclass
@@ -96,8 +98,8 @@ def pieces(message: BaseMessage, *, result: bool) -> list[Piece]:
     """The pieces of ``message``; ``result``: it is a tool's (or function's)
     result message, whose whole content is one result."""
     content = message.content
-    tool_id = str(getattr(message, "tool_call_id", "") or "")
     if result:
+        tool_id = str(attribute(message, "tool_call_id") or "")
         return [Piece(RESULT, None, result_text(content), tool_id)]
     if isinstance(content, str):
         return [Piece(TEXT, None, content)]
@@ -179,7 +181,7 @@ def tool_names(messages: Iterable[BaseMessage]) -> dict[str, str]:
     ``tool_calls`` and ``tool_use`` blocks) and the names results carry."""
     names: dict[str, str] = {}
     for message in messages:
-        for call in getattr(message, "tool_calls", None) or ():
+        for call in attribute(message, "tool_calls") or ():
             if isinstance(call, dict) and call.get("id") and call.get("name"):
                 names[str(call["id"])] = str(call["name"])
         content = message.content
@@ -189,11 +191,24 @@ def tool_names(messages: Iterable[BaseMessage]) -> dict[str, str]:
                     continue
                 if block.get("id") and block.get("name"):
                     names[str(block["id"])] = str(block["name"])
-        tool_id = getattr(message, "tool_call_id", None)
-        name = getattr(message, "name", None)
+        tool_id = attribute(message, "tool_call_id")
+        name = attribute(message, "name")
         if tool_id and isinstance(name, str) and name and str(tool_id) not in names:
             names[str(tool_id)] = name
     return names
+
+
+def attribute(message: BaseMessage, name: str) -> Any:
+    """``getattr(message, name, None)``, without pydantic's costly miss (an
+    exception raised and caught) when the message's class has no such field:
+    its fields, then its class's attributes, then its extra fields."""
+    value = vars(message).get(name, _MISSING)
+    if value is not _MISSING:
+        return value
+    if hasattr(type(message), name):
+        return getattr(message, name, None)
+    extra = message.__pydantic_extra__
+    return extra.get(name) if extra else None
 
 
 def truncate(text: str, keep: int) -> str:

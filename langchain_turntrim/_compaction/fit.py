@@ -12,11 +12,14 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
+from itertools import compress
 from typing import Any, Final
 
 from langchain_core.messages import BaseMessage
 
+from langchain_turntrim._compaction.copies import Copies
 from langchain_turntrim._compaction.ladder import PINNED_KINDS, Compaction, CountEach, Ladder
 from langchain_turntrim._core import TrimPlan, request_order
 from langchain_turntrim._counting.additive import AdditiveCounter
@@ -43,8 +46,9 @@ class _Turn:
         self.messages = messages
         self.kinds = kinds
         self.start = start
-        self.before = [i for i in range(start) if kinds[i] in PINNED_KINDS]
-        self.indices = [i for i in range(start, len(messages)) if kinds[i] not in PINNED_KINDS]
+        pinned = list(map(PINNED_KINDS.__contains__, kinds))
+        self.before = list(compress(range(start), pinned[:start]))
+        self.indices = list(compress(range(start, len(kinds)), map(operator.not_, pinned[start:])))
 
     def request(self, attempt: _Attempt) -> list[BaseMessage]:
         """What a whole-list counter counts of an attempt: its messages in a
@@ -52,8 +56,16 @@ class _Turn:
         kept = dict(zip(attempt.indices, attempt.kept, strict=True))
         return [kept[i] for i in request_order(attempt.indices, self.kinds)]
 
-    def ladder(self, count_each: CountEach, keep_tool_results: int, room: int) -> _Attempt:
-        ladder = Ladder(self.messages, self.indices, self.kinds, count_each, keep_tool_results)
+    def ladder(
+        self,
+        count_each: CountEach,
+        keep_tool_results: int,
+        room: int,
+        copies: Copies | None = None,
+    ) -> _Attempt:
+        ladder = Ladder(
+            self.messages, self.indices, self.kinds, count_each, keep_tool_results, copies
+        )
         fits = ladder.run(room)
         indices = ladder.kept_indices(self.kinds, self.before, self.start)
         return _Attempt(ladder, indices, ladder.result(self.messages, indices), fits=fits)
@@ -103,15 +115,17 @@ def fit_additive(
     *,
     keep_tool_results: int,
     tools: Sequence[Any] = (),
+    copies: Copies | None = None,
 ) -> Compaction:
     """Compact the newest turn of ``messages`` (planned as ``plan``) into the
-    budget with an additive counter; raise when not even its skeleton fits."""
+    budget with an additive counter; raise when not even its skeleton fits.
+    ``copies``: the copies earlier compactions made, given again."""
     if not plan.budget_met:
         raise overflow_error(plan)
     turn = _Turn(messages, kinds, plan.newest_turn_start)
     room = plan.max_tokens - plan.system_tokens - plan.overhead_tokens
     for _ in range(_ATTEMPTS):
-        attempt = turn.ladder(counter.costs, keep_tool_results, room)
+        attempt = turn.ladder(counter.costs, keep_tool_results, room, copies)
         if not attempt.fits:
             raise overflow_error(plan)
         attempt.total = counter.count(attempt.kept, tools)

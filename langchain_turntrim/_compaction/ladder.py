@@ -26,6 +26,7 @@ message and the newest step, truncated as far as they go.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -33,9 +34,10 @@ from typing import Final
 from langchain_core.messages import BaseMessage
 
 from langchain_turntrim._compaction import edits
+from langchain_turntrim._compaction.copies import Copies
 from langchain_turntrim._core import ANCHOR, CONTINUE, PINNED, REPLY, START
 
-__all__ = ["PINNED_KINDS", "Compaction", "Ladder"]
+__all__ = ["PINNED_KINDS", "Compaction", "Ladder", "Slot"]
 
 #: Counts per truncated message while searching for its length.
 _SEARCH_STEPS: Final = 8
@@ -90,12 +92,13 @@ class Compaction:
         }
 
 
-class _Slot:
+class Slot:
     """One message of the turn as compaction changes it, piece by piece."""
 
     __slots__ = (
         "data_dropped",
         "index",
+        "kept",
         "message",
         "original",
         "original_tokens",
@@ -111,6 +114,8 @@ class _Slot:
         self.message = original
         self.tokens = tokens
         self.data_dropped = False
+        #: False once its step is dropped.
+        self.kept = True
 
     @property
     def change(self) -> str:
@@ -124,12 +129,10 @@ class _Slot:
     def at_floor(self) -> bool:
         return all(p.at_floor or not p.editable for p in self.parts)
 
-    def rebuilt(self) -> BaseMessage:
-        return edits.rebuild(self.original, self.parts, drop_data=self.data_dropped)
-
 
 class Ladder:
-    """The three rungs over one turn's messages (pinned ones stay out of it)."""
+    """The three rungs over one turn's messages (pinned ones stay out of it);
+    ``copies``: the copies made by earlier compactions, made again as the same objects."""
 
     def __init__(
         self,
@@ -138,18 +141,29 @@ class Ladder:
         kinds: Sequence[int],
         count_each: CountEach,
         keep_tool_results: int,
+        copies: Copies | None = None,
     ) -> None:
         self.count_each = count_each
+        self.copies = copies
         costs = count_each([messages[i] for i in turn])
         slots = [
-            _Slot(i, messages[i], c, result=is_result_message(messages[i], kinds[i]))
+            Slot(i, messages[i], c, result=is_result_message(messages[i], kinds[i]))
             for i, c in zip(turn, costs, strict=True)
         ]
         # The head: the user message (absent when a summary, pinned, opens the
         # turn) and any result before the first assistant message. Then one
-        # step per assistant message, with the results that follow it.
-        self.head: list[_Slot] = []
-        self.steps: list[list[_Slot]] = []
+        # step per assistant message, with the results that follow it. Steps
+        # go oldest first: the kept ones are the held first step, if any, and
+        # ``steps[self.next:]``.
+        self.head: list[Slot] = []
+        self.steps: list[list[Slot]] = []
+        self.next = 0
+        #: The first step, kept when the oldest kept step opens with a thinking block.
+        self.held: list[Slot] = []
+        #: The slots ``_largest`` chooses from (built when first needed): the
+        #: largest first, then the earliest; entries of slots since dropped,
+        #: at their floor or changed are skipped when met.
+        self.candidates: list[tuple[int, int, Slot]] | None = None
         for slot in slots:
             if kinds[slot.index] == REPLY:
                 self.steps.append([slot])
@@ -159,7 +173,7 @@ class Ladder:
                 self.head.append(slot)
         first = self.head[0] if self.head else None
         self.user = first if first is not None and kinds[first.index] == START else None
-        self.dropped: list[_Slot] = []
+        self.dropped: list[Slot] = []
         self.names = edits.tool_names(messages[i] for i in turn)
         #: Every tool result of the steps, oldest first: a result message, or
         #: one tool_result block of a user message.
@@ -172,14 +186,16 @@ class Ladder:
         ]
         self.clearable = results[: max(0, len(results) - keep_tool_results)]
         #: The results cleared, in order, with their notes.
-        self.cleared: list[tuple[_Slot, edits.Piece, str]] = []
+        self.cleared: list[tuple[Slot, edits.Piece, str]] = []
         self.step_starts = {step[0].index for step in self.steps}
 
     def total(self) -> int:
         return sum(s.tokens for s in self.kept_slots())
 
-    def kept_slots(self) -> list[_Slot]:
-        return [*self.head, *(s for step in self.steps for s in step)]
+    def kept_slots(self) -> list[Slot]:
+        steps = self.steps
+        later = (s for i in range(self.next, len(steps)) for s in steps[i])
+        return [*self.head, *self.held, *later]
 
     def run(self, room: int) -> bool:
         """Apply the rungs until the turn fits ``room``; False if it cannot
@@ -191,26 +207,27 @@ class Ladder:
             total -= self._clear(slot, piece)
         while total > room:
             excess = total - room
-            largest = self._largest()
             droppable = self._droppable()
             oldest = 0 if droppable is None else sum(s.tokens for s in self.steps[droppable])
             # A step goes when at least half of it is needed; a smaller excess
             # is truncated from the largest message instead of wasting the rest.
-            if droppable is not None and (largest is None or oldest <= 2 * excess):
-                step = self.steps.pop(droppable)
-                self.dropped.extend(step)
-                total -= oldest
-            elif largest is None:
-                return False
-            else:
+            if droppable is not None and oldest <= 2 * excess:
+                total -= self._drop(droppable)
+                continue
+            largest = self._largest()
+            if largest is not None:
                 total -= self._truncate(largest, largest.tokens - excess)
+                self._requeue(largest)
+            elif droppable is not None:
+                total -= self._drop(droppable)
+            else:
+                return False
         if self.dropped:  # room freed by dropping: give back the newest cleared results
-            kept = {id(s) for s in self.kept_slots()}
             for slot, piece, note in reversed(self.cleared):
-                if id(slot) not in kept or piece.change != "cleared":
+                if not slot.kept or piece.change != "cleared":
                     continue
                 piece.restore()
-                restored = slot.rebuilt()
+                restored = self._rebuilt(slot)
                 tokens = self._count(restored)
                 if total - slot.tokens + tokens <= room:
                     total += tokens - slot.tokens
@@ -222,30 +239,65 @@ class Ladder:
     def _droppable(self) -> int | None:
         """The oldest step that may go: never the newest, nor a first step that
         opens with a thinking block (Anthropic, thinking on, refuses a turn in
-        progress whose first assistant message lost it)."""
-        first = 1 if self.steps and _opens_with_thinking(self.steps[0][0].original) else 0
-        return first if first < len(self.steps) - 1 else None
+        progress whose first assistant message lost it): that one is held."""
+        steps = self.steps
+        if not self.held and self.next < len(steps):
+            first = steps[self.next]
+            if _opens_with_thinking(first[0].original):
+                self.held = first
+                self.next += 1
+        return self.next if self.next < len(steps) - 1 else None
 
-    def _largest(self) -> _Slot | None:
-        """The largest message that can still be truncated; the user message last of all."""
-        slots = [s for s in self.kept_slots() if not s.at_floor]
-        others = [s for s in slots if s is not self.user]
-        return max(others or slots, key=lambda s: s.tokens, default=None)
+    def _drop(self, index: int) -> int:
+        """Drop the step at ``index`` (the oldest that may go); the tokens it held."""
+        step = self.steps[index]
+        for slot in step:
+            slot.kept = False
+        self.dropped.extend(step)
+        self.next = index + 1
+        return sum(s.tokens for s in step)
+
+    def _largest(self) -> Slot | None:
+        """The largest message that can still be truncated (the earliest of
+        equals); the user message last of all."""
+        if self.candidates is None:
+            user = self.user
+            self.candidates = [(-s.tokens, s.index, s) for s in self.kept_slots() if s is not user]
+            heapq.heapify(self.candidates)
+        candidates = self.candidates
+        while candidates:
+            tokens, _, slot = candidates[0]
+            if slot.kept and -tokens == slot.tokens and not slot.at_floor:
+                return slot
+            heapq.heappop(candidates)
+        user = self.user
+        return user if user is not None and not user.at_floor else None
+
+    def _requeue(self, slot: Slot) -> None:
+        """Give a truncated slot its new place among the candidates."""
+        if self.candidates is not None and slot is not self.user and not slot.at_floor:
+            heapq.heappush(self.candidates, (-slot.tokens, slot.index, slot))
+
+    def _rebuilt(self, slot: Slot) -> BaseMessage:
+        """The message of ``slot`` as its pieces are now (the same copy as
+        before, when ``copies`` remembers one)."""
+        rebuild = edits.rebuild if self.copies is None else self.copies.rebuild
+        return rebuild(slot.original, slot.parts, drop_data=slot.data_dropped)
 
     def _count(self, message: BaseMessage) -> int:
         return self.count_each([message])[0]
 
-    def _clear(self, slot: _Slot, piece: edits.Piece) -> int:
+    def _clear(self, slot: Slot, piece: edits.Piece) -> int:
         """Replace one result by a note naming its tool and the tokens it held."""
         name = self.names.get(piece.tool_id, "tool")
         if len(slot.parts) == 1:
             held = slot.tokens
         else:  # one result among other pieces: what its output adds to the message
             piece.text, piece.change = "", "cleared"
-            held = max(0, slot.tokens - self._count(slot.rebuilt()))
+            held = max(0, slot.tokens - self._count(self._rebuilt(slot)))
         note = f"[result of {name} cleared to fit the context: {held} tokens]"
         piece.text, piece.change, piece.at_floor = note, "cleared", True
-        cleared = slot.rebuilt()
+        cleared = self._rebuilt(slot)
         tokens = self._count(cleared)
         if tokens >= slot.tokens:
             piece.restore()
@@ -255,7 +307,7 @@ class Ladder:
         self.cleared.append((slot, piece, note))
         return saved
 
-    def _truncate(self, slot: _Slot, target: int) -> int:
+    def _truncate(self, slot: Slot, target: int) -> int:
         """Cut the largest piece of ``slot`` so that it holds at most ``target``
         tokens, or as far as that piece goes."""
         editable = [p for p in slot.parts if p.editable and not p.at_floor]
@@ -266,7 +318,7 @@ class Ladder:
         before, previous = slot.data_dropped, (piece.text, piece.change)
         slot.data_dropped = True
         piece.text, piece.change = edits.truncate(text, 0), "truncated"
-        floor = slot.rebuilt()
+        floor = self._rebuilt(slot)
         floor_tokens = self._count(floor)
         if floor_tokens >= slot.tokens:
             slot.data_dropped = before
@@ -281,7 +333,7 @@ class Ladder:
             for _ in range(_SEARCH_STEPS):
                 keep = max(0, min(keep, len(text) - 1))
                 piece.text = edits.truncate(text, keep)
-                candidate = slot.rebuilt()
+                candidate = self._rebuilt(slot)
                 counted = self._count(candidate)
                 if counted <= target:
                     message, tokens, kept = candidate, counted, piece.text
@@ -338,7 +390,7 @@ def is_result_message(message: BaseMessage, kind: int) -> bool:
     in its blocks.)"""
     if kind != CONTINUE:
         return False
-    return message.type in ("tool", "function") or getattr(message, "role", None) in (
+    return message.type in ("tool", "function") or edits.attribute(message, "role") in (
         "tool",
         "function",
     )

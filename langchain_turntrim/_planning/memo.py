@@ -16,12 +16,18 @@ The check of the remembered prefix is by identity: each message is the
 remembered object, and each of its counted fields too. It misses a nested
 value edited in place (assign a new value, or call ``clear()``), and nothing
 else a count depends on.
+
+Beside each history are the compactions made of it as it is
+(``_compaction.memo``): ``planned`` gives them to the compaction that follows
+a plan, when that plan found the history unchanged. They go whenever the
+history gains messages, or its entry is dropped.
 """
 
 from __future__ import annotations
 
 import operator
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import Any, Final
@@ -29,6 +35,7 @@ from typing import Any, Final
 from langchain_core.messages import BaseMessage
 
 from langchain_turntrim._calls import Calls, unanswered_calls, with_unanswered
+from langchain_turntrim._compaction.memo import Compactions
 from langchain_turntrim._core import Grouping, TrimPlan, plan_costs
 from langchain_turntrim._core.depth import Cut
 from langchain_turntrim._core.newest import plan_newest
@@ -47,14 +54,20 @@ Getter = Callable[[dict[str, Any]], tuple[Any, ...]]
 Count = Callable[[Sequence[BaseMessage], Sequence[Fields]], list[int]]
 
 
+def _dead() -> None:
+    """What a weak reference to no entry gives."""
+
+
 class _Entry:
     """One remembered history. An entry is used by one call at a time: a call
     takes it out of the memo, extends it in place and puts it back."""
 
-    __slots__ = ("calls", "classes", "grouping", "messages")
+    __slots__ = ("__weakref__", "calls", "classes", "compactions", "grouping", "messages")
 
     def __init__(self) -> None:
         self.messages: list[BaseMessage] = []
+        #: The compactions made of this history as it is (see ``_compaction.memo``).
+        self.compactions = Compactions()
         #: For each fields getter (one per message class): its messages, and
         #: their counted fields one after the other.
         self.classes: dict[Getter, tuple[list[BaseMessage], list[Any]]] = {}
@@ -97,6 +110,7 @@ class _Entry:
         if kinds is None:
             kinds = message_kinds(messages)
         costs = count(messages, fields)
+        self.compactions = Compactions()
         self.grouping.extend(kinds, costs)
         self.calls.feed(messages, kinds)
         self.messages.extend(messages)
@@ -149,16 +163,19 @@ class HistoryMemo:
     histories that are never planned again (loaded afresh from a store for
     each call, trimmed once by ``trim_turns``) cost nothing more than before.
     The memo holds the remembered histories' messages (and their counted
-    fields) until newer histories push them out or ``clear()`` is called.
+    fields, and their compactions) until newer histories push them out or
+    ``clear()`` is called.
     Thread-safe: concurrent calls on different histories each use their own
     entry.
     """
 
-    __slots__ = ("_entries", "_lock", "_sightings", "max_messages")
+    __slots__ = ("_entries", "_local", "_lock", "_sightings", "max_messages")
 
     def __init__(self, max_messages: int) -> None:
         self.max_messages = max_messages
         self._entries: list[_Entry] = []  # the most recent first
+        #: ``planned``: a weak reference to the entry this thread's last plan used.
+        self._local = threading.local()
         #: (last message, length) of the histories planned once, the most recent first.
         self._sightings: list[tuple[BaseMessage, int]] = []
         self._lock = threading.Lock()
@@ -188,6 +205,7 @@ class HistoryMemo:
             if len(kinds) != len(messages):
                 msg = f"got {len(kinds)} kinds for {len(messages)} messages"
                 raise ValueError(msg)
+        self._local.entry = _dead
         entry = self._take(messages)
         if entry is not None and not entry.matches(messages, kinds):
             entry = None  # a message changed: this history is planned from scratch
@@ -213,7 +231,16 @@ class HistoryMemo:
             entry.grouping.plan(max_tokens, overhead, trim_to), entry.calls.of_request()
         )
         self._put(entry)
+        self._local.entry = weakref.ref(entry)
         return plan
+
+    def planned(self, messages: Sequence[BaseMessage]) -> Compactions | None:
+        """The compactions of ``messages`` as this thread's last plan found
+        them (every message, its counted fields unchanged), if it was of them."""
+        entry: _Entry | None = getattr(self._local, "entry", _dead)()
+        if entry is None or len(entry.messages) != len(messages):
+            return None
+        return entry.compactions if all(map(operator.is_, entry.messages, messages)) else None
 
     def _take(self, messages: Sequence[BaseMessage]) -> _Entry | None:
         """Take out of the memo the most recent history ``messages`` may start
