@@ -34,6 +34,7 @@ from langchain_core.messages import (
 
 from langchain_turntrim import (
     ApproximateCounter,
+    CalibratedCounter,
     TiktokenCounter,
     TurnTrimmer,
     TurnTrimMiddleware,
@@ -254,6 +255,13 @@ class Cli:
 
 def cli(*args: str, text: str | None = None, missing: bool = False, command: str = "trim") -> Cli:
     return Cli((command, "{file}", *args), text, missing)
+
+
+def without_field(field: str) -> AIMessage:
+    """The message with id 'a2', its ``field`` deleted from its ``__dict__``."""
+    message = AIMessage("hello", id="a2")
+    del vars(message)[field]
+    return message
 
 
 # -- the table ------------------------------------------------------------------------------
@@ -655,6 +663,55 @@ def _counter_cases() -> list[Any]:
                 "messages[2] (id 'a2')",
                 f"per_message-function-{name}",
             ),
+        ]
+    return cases
+
+
+def _missing_field_cases() -> list[Any]:
+    """A message with a field deleted from its ``__dict__``, counted every way."""
+
+    def named(message: BaseMessage) -> int:  # reads the three fields deleted below
+        calls = message.tool_calls if isinstance(message, AIMessage) else []
+        return len(message.text) + len(message.name or "") + len(calls)
+
+    counters: dict[str, Callable[[], Any]] = {
+        "approximate": lambda: "approximate",
+        "tiktoken": lambda: TiktokenCounter("gpt-4"),
+        "per_message": lambda: per_message(named),
+        "per_list": lambda: per_list(lambda ms: sum(map(named, ms))),
+        "calibrated": CalibratedCounter,
+        "calibrated-tiktoken": lambda: CalibratedCounter(TiktokenCounter("gpt-4")),
+    }
+    cases = []
+    for field in ("name", "content", "tool_calls"):
+        fragment = f"messages[2] (id 'a2') has no {field!r} field: expected every field AIMessage"
+        history = messages(without_field(field))
+        for name, build in counters.items():
+            for size in (16, 0):
+                where = "cached" if size else "uncached"
+                cases.append(
+                    p(
+                        lambda h, b=build, z=size: counter_case(b(), z)(h),
+                        history,
+                        ValueError,
+                        fragment,
+                        f"{where}-{name}-without-{field}",
+                    )
+                )
+        cases += [
+            p(call, history, ValueError, fragment, f"{entry}-without-{field}")
+            for entry, call in MESSAGE_ENTRY_POINTS.items()
+        ]
+        direct: dict[str, Callable[[Any], Any]] = {
+            "ApproximateCounter": lambda h: ApproximateCounter().count_each(h),
+            "TiktokenCounter": lambda h: TiktokenCounter("gpt-4").count_each(h),
+            "CachedCounter": lambda h: CachedCounter(TiktokenCounter("gpt-4")).count_each(h),
+            "CalibratedCounter": lambda h: CalibratedCounter().count_each(h),
+            "CalibratedCounter.observe": lambda h: CalibratedCounter().observe(h, 100),
+        }
+        cases += [
+            p(call, history, ValueError, fragment, f"{name}.count_each-without-{field}")
+            for name, call in direct.items()
         ]
     return cases
 
@@ -1505,6 +1562,7 @@ CASES = [
     *_assignment_cases(),
     *_message_cases(),
     *_counter_cases(),
+    *_missing_field_cases(),
 ]
 
 

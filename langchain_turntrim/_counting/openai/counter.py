@@ -40,7 +40,7 @@ from langchain_turntrim._counting.openai.chat import (
 from langchain_turntrim._counting.openai.encodings import EncodingUnavailableError
 from langchain_turntrim._counting.openai.images import image_pricing, image_size, image_source
 from langchain_turntrim._counting.openai.tools import tool_framing, tools_tokens
-from langchain_turntrim._messages import check_messages
+from langchain_turntrim._messages import check_messages, explain_missing_fields
 from langchain_turntrim._safe_repr import deep_repr
 
 __all__ = ["EncodingUnavailableError", "TiktokenCounter"]
@@ -231,7 +231,8 @@ class TiktokenCounter(AdditiveCounter):
         """The tokens of each message, in order (one int per message)."""
         check_messages(messages)
         count = self._fields
-        return [count(type(m), message_fields(m)) for m in messages]
+        with explain_missing_fields(messages):
+            return [count(type(m), message_fields(m)) for m in messages]
 
     def _fields_counter(self) -> Callable[[Sequence[type], Sequence[Fields]], list[int]] | None:
         """How ``CachedCounter`` counts without copying messages: from each one's
