@@ -667,6 +667,48 @@ def _counter_cases() -> list[Any]:
     return cases
 
 
+def _kinds_cases() -> list[Any]:
+    """Turn kinds given beside the messages (``trimmer.planner.plan``): the wrong
+    number of them, or values that are not kinds, with every kind of planner."""
+    counters: dict[str, Callable[[], Any]] = {
+        "approximate": lambda: "approximate",
+        "tiktoken": lambda: TiktokenCounter("gpt-4"),
+        "per_list": lambda: per_list(lambda ms: 3 * len(ms)),
+        "calibrated": CalibratedCounter,
+    }
+    bad: list[tuple[str, Any, type[Exception], str]] = [
+        (
+            "too-few",
+            [0, 1],
+            ValueError,
+            "kinds has 2 items for 3 messages: expected one turn kind per message (or None)",
+        ),
+        ("too-many", [0, 1, 4, 1], ValueError, "kinds has 4 items for 3 messages"),
+        (
+            "unknown-kind",
+            [0, 1, 9],
+            ValueError,
+            "kinds[2] must be one of PINNED=0, START=1, CONTINUE=2, ANCHOR=3, REPLY=4; got 9",
+        ),
+        ("str-kind", [0, 1, "assistant"], TypeError, "kinds[2] must be an int, one of PINNED=0"),
+        ("str", "014", TypeError, "kinds must be a sequence of turn kinds (or None), got str"),
+    ]
+    return [
+        p(
+            lambda h, b=build, z=size, k=kinds: TurnTrimmer(
+                max_tokens=100, token_counter=b(), cache_size=z
+            ).planner.plan(h, k, 100),
+            good_messages(),
+            error,
+            fragment,
+            f"planner.plan-{name}-{'cached' if size else 'uncached'}-kinds-{case}",
+        )
+        for name, build in counters.items()
+        for size in (16, 0)
+        for case, kinds, error, fragment in bad
+    ]
+
+
 def _missing_field_cases() -> list[Any]:
     """A message with a field deleted from its ``__dict__``, counted every way."""
 
@@ -1563,6 +1605,7 @@ CASES = [
     *_message_cases(),
     *_counter_cases(),
     *_missing_field_cases(),
+    *_kinds_cases(),
 ]
 
 
