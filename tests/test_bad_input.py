@@ -220,6 +220,13 @@ def fake_model(profile: ModelProfile | None = None) -> GenericFakeChatModel:
     return GenericFakeChatModel(messages=iter([]), profile=profile)
 
 
+def profiled(profile: dict[str, Any]) -> GenericFakeChatModel:
+    """A model whose profile is assigned after construction (not validated by pydantic)."""
+    model = fake_model()
+    model.profile = profile  # type: ignore[assignment]
+    return model
+
+
 def request(history: list[Any], system: str | None = "be brief") -> ModelRequest[Any]:
     return ModelRequest(
         model=fake_model(),
@@ -665,6 +672,51 @@ def _counter_cases() -> list[Any]:
             ),
         ]
     return cases
+
+
+def _profile_cases() -> list[Any]:
+    """Profiles whose token limits are not token counts, at both ``for_model``."""
+    inputs = "GenericFakeChatModel's profile['max_input_tokens'] must be a positive int"
+    outputs = "GenericFakeChatModel's profile['max_output_tokens'] must be an int >= 0"
+    bad: list[tuple[str, dict[str, Any], type[Exception], str]] = [
+        ("negative", {"max_input_tokens": -5}, ValueError, f"{inputs} (a token count), got -5"),
+        ("zero", {"max_input_tokens": 0}, ValueError, f"{inputs} (a token count), got 0"),
+        (
+            "fraction",
+            {"max_input_tokens": 1000.5},
+            TypeError,
+            f"{inputs} (a token count), got float",
+        ),
+        ("str", {"max_input_tokens": "128000"}, TypeError, f"{inputs} (a token count), got str"),
+        ("bool", {"max_input_tokens": True}, TypeError, f"{inputs} (a token count), got bool"),
+        ("nan", {"max_input_tokens": float("nan")}, TypeError, f"{inputs} (a token count), got"),
+        (
+            "output-negative",
+            {"max_input_tokens": 1000, "max_output_tokens": -5},
+            ValueError,
+            f"{outputs} (a token count), got -5",
+        ),
+        (
+            "output-str",
+            {"max_input_tokens": 1000, "max_output_tokens": "x"},
+            TypeError,
+            f"{outputs} (a token count), got str 'x'",
+        ),
+    ]
+    return [
+        p(
+            lambda h, b=build, pr=profile: b.for_model(profiled(pr)),
+            None,
+            error,
+            fragment,
+            f"{name}.for_model-profile-{case}",
+        )
+        for name, build in (
+            ("TurnTrimmer", TurnTrimmer),
+            ("TurnTrimMiddleware", TurnTrimMiddleware),
+        )
+        for case, profile, error, fragment in bad
+    ]
 
 
 def _kinds_cases() -> list[Any]:
@@ -1606,6 +1658,7 @@ CASES = [
     *_counter_cases(),
     *_missing_field_cases(),
     *_kinds_cases(),
+    *_profile_cases(),
 ]
 
 
@@ -1733,3 +1786,11 @@ def test_a_bad_last_message_fails_instead_of_returning_the_good_prefix(
     assert fragment in str(info.value)
     assert out == []
     assert snapshot(history) == before
+
+
+@pytest.mark.parametrize("build", [TurnTrimmer, TurnTrimMiddleware])
+def test_for_model_takes_a_whole_float_limit_as_its_int(build: Any) -> None:
+    # A profile read from JSON may hold 128000.0: it is the int it equals.
+    profile = {"max_input_tokens": 128000.0, "max_output_tokens": 4096.0}
+    assert build.for_model(profiled(profile)).max_tokens == 128000 - 4096
+    assert build.for_model(profiled(profile), reserve_tokens=1000).max_tokens == 127000
