@@ -46,8 +46,9 @@ from langchain_turntrim import (
     trim_turns,
     trim_update,
 )
+from langchain_turntrim._cache_timing import CacheClock
 from langchain_turntrim._cli import main
-from langchain_turntrim._counting import CachedCounter
+from langchain_turntrim._counting import CachedCounter, resolve_counter
 from tests.helpers import arun, rec, snapshot
 
 #: The expected outcome of a command-line case: exit status 2.
@@ -144,6 +145,13 @@ class LyingInt(int):
 
     def __gt__(self, other: object) -> bool:
         return True
+
+
+class BrokenReprFloat(float):
+    def __repr__(self) -> str:
+        raise RuntimeError("repr is broken")
+
+    __str__ = __repr__
 
 
 class BrokenReprInt(int):
@@ -717,6 +725,166 @@ def _profile_cases() -> list[Any]:
         )
         for case, profile, error, fragment in bad
     ]
+
+
+def _tools_cases() -> list[Any]:
+    """Tools that are not tools, at every counter's ``count_tools`` and a trim."""
+    counters: dict[str, Callable[[], Any]] = {
+        "ApproximateCounter": ApproximateCounter,
+        "TiktokenCounter": lambda: TiktokenCounter("gpt-4"),
+        "CalibratedCounter": CalibratedCounter,
+        "CalibratedCounter-tiktoken": lambda: CalibratedCounter(TiktokenCounter("gpt-4")),
+        "CachedCounter": lambda: CachedCounter(BadCounter(1)),
+        "per_message": lambda: per_message(minus_one_for_a2),
+    }
+    expected = "a tool schema dict, a BaseTool, a pydantic model class or a function"
+    bad: list[tuple[str, Any, str]] = [
+        ("int", [1], f"tools[0] must be {expected}, got int 1"),
+        ("None", [{"name": "f"}, None], f"tools[1] must be {expected}, got NoneType None"),
+        ("name-only", ["get_weather"], "tools[0] must be a tool schema dict, a BaseTool"),
+        ("broken-repr", [BrokenRepr()], "got BrokenRepr <BrokenRepr object (its repr failed)>"),
+        ("str", "get_weather", "tools must be a sequence of tools, got str"),
+    ]
+    cases = [
+        p(
+            lambda h, b=build, t=tools: resolve_counter(b()).count_tools(t),  # type: ignore[union-attr]
+            None,
+            TypeError,
+            fragment,
+            f"{name}.count_tools-{case}",
+        )
+        for name, build in counters.items()
+        for case, tools, fragment in bad
+    ]
+    cases += [
+        p(
+            lambda h, t=tools: TurnTrimmer(max_tokens=100).report(h, tools=t),
+            good_messages(),
+            TypeError,
+            fragment,
+            f"report-tools-{case}",
+        )
+        for case, tools, fragment in bad
+    ]
+    cases.append(
+        p(
+            lambda h: CalibratedCounter().observe(h, 50, tools=[1]),
+            good_messages(),
+            TypeError,
+            f"tools[0] must be {expected}, got int 1",
+            "CalibratedCounter.observe-tools-int",
+        )
+    )
+    return cases
+
+
+def _construction_cases() -> list[Any]:
+    """Counters refused when they are made, not at the first trim."""
+    unrepresentable = "<BrokenRepr object (its repr failed)>"
+    cases = [
+        p(
+            lambda h, b=build: TurnTrimmer(max_tokens=10, token_counter=b),
+            None,
+            TypeError,
+            f"token_counter is the class {build.__name__}, not a counter: pass an instance of it",
+            f"TurnTrimmer-token_counter-the-class-{build.__name__}",
+        )
+        for build in (ApproximateCounter, TiktokenCounter, CalibratedCounter, GenericFakeChatModel)
+    ]
+    cases += [
+        p(
+            lambda h: TurnTrimMiddleware(max_tokens=10, token_counter=ApproximateCounter),
+            None,
+            TypeError,
+            "token_counter is the class ApproximateCounter, not a counter",
+            "TurnTrimMiddleware-token_counter-a-class",
+        ),
+        p(
+            lambda h: trim_turns(h, max_tokens=10, token_counter=ApproximateCounter),
+            good_messages(),
+            TypeError,
+            "token_counter is the class ApproximateCounter, not a counter",
+            "trim_turns-token_counter-a-class",
+        ),
+        p(
+            lambda h: CalibratedCounter(ApproximateCounter),
+            None,
+            TypeError,
+            "base is the class ApproximateCounter, not a counter: pass an instance of it",
+            "CalibratedCounter-base-a-class",
+        ),
+        p(
+            lambda h: CachedCounter(TiktokenCounter),  # type: ignore[arg-type]
+            None,
+            TypeError,
+            "CachedCounter's counter is the class TiktokenCounter, not a counter",
+            "CachedCounter-counter-a-class",
+        ),
+        p(
+            lambda h: ApproximateCounter("x"),  # type: ignore[call-arg]
+            None,
+            TypeError,
+            "ApproximateCounter() takes no arguments",
+            "ApproximateCounter-an-argument",
+        ),
+        p(
+            lambda h: CalibratedCounter(BrokenRepr()),
+            None,
+            TypeError,
+            f"a TokenCounter), got BrokenRepr {unrepresentable}",
+            "CalibratedCounter-base-with-broken-repr",
+        ),
+        p(
+            lambda h: CalibratedCounter(margin=BrokenReprFloat(2.0)),
+            None,
+            ValueError,
+            "margin must be between 0 and 1, got <BrokenReprFloat object (its repr failed)>",
+            "CalibratedCounter-margin-with-broken-repr",
+        ),
+        p(
+            lambda h: TiktokenCounter("gpt-4").image_tokens(5, 5, BrokenRepr()),  # type: ignore[arg-type]
+            None,
+            ValueError,
+            f"detail must be 'low', 'high' or 'auto', got {unrepresentable}",
+            "TiktokenCounter-image_tokens-detail-with-broken-repr",
+        ),
+        p(
+            lambda h: TiktokenCounter(BrokenReprStr("gpt4o")),
+            None,
+            ValueError,
+            "unknown OpenAI model <BrokenReprStr object (its repr failed)>",
+            "TiktokenCounter-unknown-model-with-broken-repr",
+        ),
+        p(
+            lambda h: TurnTrimMiddleware(max_tokens=10, overflow_retries=BrokenRepr()),  # type: ignore[arg-type]
+            None,
+            TypeError,
+            f"overflow_retries must be an int >= 0, got BrokenRepr {unrepresentable}",
+            "TurnTrimMiddleware-overflow_retries-with-broken-repr",
+        ),
+        p(
+            lambda h: TurnTrimmer(max_tokens=10, context_value=BrokenReprFloat("nan")),
+            None,
+            ValueError,
+            "must be finite and >= 0, got <BrokenReprFloat object (its repr failed)>",
+            "TurnTrimmer-context_value-with-broken-repr",
+        ),
+        p(
+            lambda h: CachedCounter(ApproximateCounter(), cache_size=-5),
+            None,
+            ValueError,
+            "cache_size must be >= 0, got -5",
+            "CachedCounter-cache_size-keyword-negative",
+        ),
+        p(
+            lambda h: CacheClock(lambda: 0.0, threads=-1),
+            None,
+            ValueError,
+            "threads must be >= 0, got -1",
+            "CacheClock-threads-negative",
+        ),
+    ]
+    return cases
 
 
 def _kinds_cases() -> list[Any]:
@@ -1659,6 +1827,8 @@ CASES = [
     *_missing_field_cases(),
     *_kinds_cases(),
     *_profile_cases(),
+    *_tools_cases(),
+    *_construction_cases(),
 ]
 
 

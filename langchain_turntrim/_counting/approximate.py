@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_turntrim._counting.additive import AdditiveCounter
-from langchain_turntrim._counting.tools import remembered, tool_json, tools_key
+from langchain_turntrim._counting.tools import check_tools, remembered, tool_json, tools_key
 from langchain_turntrim._messages import check_messages, explain_missing_fields
 from langchain_turntrim._safe_repr import deep_repr
 
@@ -42,9 +42,9 @@ class ApproximateCounter(AdditiveCounter):
     def count_tools(self, tools: Sequence[Any]) -> int:
         """``count_tokens_approximately([], tools=tools)``: LangChain's own estimate,
         the number ``SummarizationMiddleware`` uses (remembered: see ``tools``)."""
-        if not tools:
+        listed = check_tools(tools)
+        if not listed:
             return 0
-        listed = list(tools)
         return remembered("approximate", tools_key(listed), lambda: _approximate_tools(listed))
 
     def __repr__(self) -> str:
