@@ -1,6 +1,7 @@
 """``TurnTrimMiddleware``: the turn-atomic trim for ``langchain.agents.create_agent``.
 
-Needs LangChain v1: ``pip install 'langchain-turntrim[agents]'``.
+Needs LangChain v1: ``pip install 'langchain-turntrim[agents]'`` (from a
+checkout: ``pip install -e '.[agents]'``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ try:
 except ImportError as error:
     _msg = (
         "TurnTrimMiddleware needs LangChain v1 agents (langchain.agents.middleware); "
-        "install them with: pip install 'langchain-turntrim[agents]'"
+        "install them with: pip install 'langchain-turntrim[agents]' (from a checkout: "
+        "pip install -e '.[agents]'; from a wheel: pip install 'FILE.whl[agents]')"
     )
     raise ImportError(_msg) from error
 

@@ -498,8 +498,11 @@ def test_importing_without_langchain_says_how_to_install(monkeypatch: pytest.Mon
         if name == "langchain" or name.startswith(("langchain.", "langchain_turntrim._middleware")):
             monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.delitem(sys.modules, "langchain_turntrim._middleware")
-    with pytest.raises(ImportError, match=r"pip install 'langchain-turntrim\[agents\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'langchain-turntrim\[agents\]'") as info:
         importlib.import_module("langchain_turntrim._middleware")
+    # From a checkout or a built wheel, the name alone would not find the extra.
+    assert "from a checkout: pip install -e '.[agents]'" in str(info.value)
+    assert "from a wheel: pip install 'FILE.whl[agents]'" in str(info.value)
 
 
 # -- the state mode ------------------------------------------------------------
