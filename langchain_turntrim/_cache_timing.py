@@ -130,7 +130,7 @@ class CacheClock:
 
     def __init__(self, clock: Callable[[], float], threads: int = DEFAULT_THREADS) -> None:
         self.clock = clock
-        self._threads: LRU[_Thread] = LRU(threads)
+        self._threads: LRU[_Thread] = LRU(threads, "threads")
         self._lock = threading.Lock()
 
     def __reduce__(self) -> tuple[Any, ...]:

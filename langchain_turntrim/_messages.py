@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from itertools import compress
 from operator import attrgetter
 from typing import Any, Final
@@ -38,8 +39,10 @@ __all__ = [
     "TrimInput",
     "check_messages",
     "describe",
+    "explain_missing_fields",
     "human_kind",
     "message_kinds",
+    "missing_field",
     "to_messages",
 ]
 
@@ -123,6 +126,47 @@ def check_messages(messages: Sequence[object]) -> None:
             what = f"{type(item).__name__} {safe_repr(item, 80)}"
             msg = f"{describe(i, item)} is not a BaseMessage: {what}"
             raise TypeError(msg)
+
+
+def missing_field(messages: Sequence[object]) -> ValueError | None:
+    """The error naming the first message whose ``__dict__`` lacks a field its
+    class declares (``del vars(message)["name"]``), or None.
+
+    Counting reads fields straight from ``__dict__``; such a message fails
+    there with a bare ``KeyError`` or ``AttributeError``, which this turns
+    into one line naming the message, the field and what was expected.
+    """
+    for i, message in enumerate(messages):
+        if not isinstance(message, BaseMessage):
+            continue
+        try:
+            present = vars(message)
+            missing = [name for name in type(message).model_fields if name not in present]
+        except Exception:  # noqa: BLE001, S112 - an odd object: nothing to say about its fields
+            continue
+        if missing:
+            names = ", ".join(repr(name) for name in missing)
+            msg = (
+                f"{describe(i, message)} has no {names} field{'s' if len(missing) > 1 else ''}: "
+                f"expected every field {type(message).__name__} declares "
+                "(one was deleted from the message's __dict__)"
+            )
+            return ValueError(msg)
+    return None
+
+
+@contextmanager
+def explain_missing_fields(messages: Sequence[object]) -> Iterator[None]:
+    """Re-raise a ``KeyError``/``AttributeError`` from counting ``messages`` as
+    ``missing_field``'s ``ValueError`` when a message lacks a field (any other
+    such error is raised as it is). Costs nothing until something raises."""
+    try:
+        yield
+    except (KeyError, AttributeError) as error:
+        explained = missing_field(messages)
+        if explained is None:
+            raise
+        raise explained from error
 
 
 def message_kinds(messages: Sequence[BaseMessage]) -> list[int]:

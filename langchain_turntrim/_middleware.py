@@ -1,6 +1,7 @@
 """``TurnTrimMiddleware``: the turn-atomic trim for ``langchain.agents.create_agent``.
 
-Needs LangChain v1: ``pip install 'langchain-turntrim[agents]'``.
+Needs LangChain v1: ``pip install 'langchain-turntrim[agents]'`` (from a
+checkout: ``pip install -e '.[agents]'``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ try:
 except ImportError as error:
     _msg = (
         "TurnTrimMiddleware needs LangChain v1 agents (langchain.agents.middleware); "
-        "install them with: pip install 'langchain-turntrim[agents]'"
+        "install them with: pip install 'langchain-turntrim[agents]' (from a checkout: "
+        "pip install -e '.[agents]'; from a wheel: pip install 'FILE.whl[agents]')"
     )
     raise ImportError(_msg) from error
 
@@ -38,7 +40,7 @@ from langchain_turntrim._cache_timing import (
 from langchain_turntrim._core.depth import CachePrice
 from langchain_turntrim._counting import CalibratedCounter
 from langchain_turntrim._counting.lru import LRU
-from langchain_turntrim._messages import message_kinds
+from langchain_turntrim._messages import message_kinds, missing_field
 from langchain_turntrim._options import AGENT_ON_OVERFLOW, AUTO, Mode, TrimOptions
 from langchain_turntrim._overflow import DEFAULT_OVERFLOW_RETRIES
 from langchain_turntrim._pipeline import CacheCall
@@ -342,12 +344,15 @@ class TurnTrimMiddleware(_Base):
 
 
 def _check_kinds(messages: list[BaseMessage]) -> None:
-    """Raise a message kind's error naming its index in ``request.messages``
-    (the plan's list has the system message first)."""
+    """Raise a message kind's error (or a missing field's) naming its index in
+    ``request.messages`` (the plan's list has the system message first)."""
     try:
         message_kinds(messages)
     except (TypeError, ValueError) as error:
         raise error from None
+    missing = missing_field(messages)
+    if missing is not None:
+        raise missing from None
 
 
 def _sent(request: ModelRequest[Any]) -> list[BaseMessage]:

@@ -28,6 +28,7 @@ from langchain_turntrim._counting.lru import LRU
 from langchain_turntrim._errors import TurnTrimOverflowError
 from langchain_turntrim._overflow import DEFAULT_OVERFLOW_RETRIES, Overflow, Recovery, overflow_of
 from langchain_turntrim._report import TrimReport
+from langchain_turntrim._safe_repr import safe_repr
 from langchain_turntrim._trimmer import TurnTrimmer
 from langchain_turntrim._usage import reported_input_tokens
 
@@ -42,7 +43,8 @@ _BUDGETS = 8
 def check_retries(value: object, owner: str) -> int:
     """``overflow_retries``, checked: an int >= 0."""
     if isinstance(value, bool) or not isinstance(value, int):
-        msg = f"{owner}: overflow_retries must be an int >= 0, got {type(value).__name__} {value!r}"
+        what = f"{type(value).__name__} {safe_repr(value, 80)}"
+        msg = f"{owner}: overflow_retries must be an int >= 0, got {what}"
         raise TypeError(msg)
     if value < 0:
         msg = f"{owner}: overflow_retries must be >= 0, got {value}"

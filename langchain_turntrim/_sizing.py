@@ -9,6 +9,7 @@ from langchain_turntrim._core import check_count
 from langchain_turntrim._counting import CalibratedCounter, ResolvedCounter, TokenCounter
 from langchain_turntrim._counting.resolve import local_counter_for_model
 from langchain_turntrim._options import TrimOptions
+from langchain_turntrim._safe_repr import safe_repr
 
 __all__ = ["default_reserve", "model_budget", "model_counter", "sized_options"]
 
@@ -37,14 +38,33 @@ def model_counter(chat_model: Any) -> ResolvedCounter | TokenCounter:
 def _window(chat_model: Any) -> int:
     profile = getattr(chat_model, "profile", None)
     limit = profile.get("max_input_tokens") if isinstance(profile, dict) else None
-    if not isinstance(limit, int) or isinstance(limit, bool):
+    if limit is None:
         name = type(chat_model).__name__
         msg = (
             f"{name} has no profile['max_input_tokens'] to size the budget from; "
             f"pass max_tokens explicitly (e.g. TurnTrimmer(max_tokens=..., token_counter=model))"
         )
-        raise ValueError(msg)  # noqa: TRY004 - the profile lacks a value: not a type error
-    return limit
+        raise ValueError(msg)
+    return _profile_count(chat_model, "max_input_tokens", limit, minimum=1)
+
+
+def _profile_count(chat_model: Any, key: str, value: object, *, minimum: int) -> int:
+    """``profile[key]`` as an int >= ``minimum``; a float that is a whole number
+    (``128000.0``, as a profile read from JSON may hold) is taken as that int.
+    Raises ``TypeError``/``ValueError`` naming the profile's value otherwise."""
+    where = f"{type(chat_model).__name__}'s profile[{key!r}]"
+    expected = "a positive int" if minimum else "an int >= 0"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool):
+        what = f"{type(value).__name__} {safe_repr(value, 80)}"
+        msg = f"{where} must be {expected} (a token count), got {what}"
+        raise TypeError(msg)
+    count = int.__int__(value)  # an int subclass as the int it holds
+    if count < minimum:
+        msg = f"{where} must be {expected} (a token count), got {count}"
+        raise ValueError(msg)
+    return count
 
 
 def default_reserve(chat_model: Any) -> int:
@@ -55,14 +75,20 @@ def default_reserve(chat_model: Any) -> int:
     limit = _window(chat_model)
     output = chat_model.profile.get("max_output_tokens")
     quarter = limit // 4
-    if isinstance(output, int) and not isinstance(output, bool) and output >= 0:
-        return min(output, quarter)
-    return quarter
+    if output is None:
+        return quarter
+    return min(_profile_count(chat_model, "max_output_tokens", output, minimum=0), quarter)
 
 
 def model_budget(chat_model: Any, reserve_tokens: int | None) -> int:
     """``chat_model.profile["max_input_tokens"] - reserve_tokens``, checked
-    (``default_reserve`` when ``reserve_tokens`` is None)."""
+    (``default_reserve`` when ``reserve_tokens`` is None).
+
+    The profile's ``max_input_tokens`` must be a positive int, and its
+    ``max_output_tokens``, when present, an int >= 0; a float that is a whole
+    number (``128000.0``) counts as that int, as pydantic's validation of a
+    profile takes it; any other value raises ``TypeError``/``ValueError``
+    naming the profile's value and what was expected."""
     if reserve_tokens is not None:
         check_count(reserve_tokens, "reserve_tokens")
     limit = _window(chat_model)

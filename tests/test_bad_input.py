@@ -34,6 +34,7 @@ from langchain_core.messages import (
 
 from langchain_turntrim import (
     ApproximateCounter,
+    CalibratedCounter,
     TiktokenCounter,
     TurnTrimmer,
     TurnTrimMiddleware,
@@ -45,8 +46,9 @@ from langchain_turntrim import (
     trim_turns,
     trim_update,
 )
+from langchain_turntrim._cache_timing import CacheClock
 from langchain_turntrim._cli import main
-from langchain_turntrim._counting import CachedCounter
+from langchain_turntrim._counting import CachedCounter, resolve_counter
 from tests.helpers import arun, rec, snapshot
 
 #: The expected outcome of a command-line case: exit status 2.
@@ -145,6 +147,13 @@ class LyingInt(int):
         return True
 
 
+class BrokenReprFloat(float):
+    def __repr__(self) -> str:
+        raise RuntimeError("repr is broken")
+
+    __str__ = __repr__
+
+
 class BrokenReprInt(int):
     def __repr__(self) -> str:
         raise RuntimeError("repr is broken")
@@ -219,6 +228,13 @@ def fake_model(profile: ModelProfile | None = None) -> GenericFakeChatModel:
     return GenericFakeChatModel(messages=iter([]), profile=profile)
 
 
+def profiled(profile: dict[str, Any]) -> GenericFakeChatModel:
+    """A model whose profile is assigned after construction (not validated by pydantic)."""
+    model = fake_model()
+    model.profile = profile  # type: ignore[assignment]
+    return model
+
+
 def request(history: list[Any], system: str | None = "be brief") -> ModelRequest[Any]:
     return ModelRequest(
         model=fake_model(),
@@ -254,6 +270,13 @@ class Cli:
 
 def cli(*args: str, text: str | None = None, missing: bool = False, command: str = "trim") -> Cli:
     return Cli((command, "{file}", *args), text, missing)
+
+
+def without_field(field: str) -> AIMessage:
+    """The message with id 'a2', its ``field`` deleted from its ``__dict__``."""
+    message = AIMessage("hello", id="a2")
+    del vars(message)[field]
+    return message
 
 
 # -- the table ------------------------------------------------------------------------------
@@ -655,6 +678,302 @@ def _counter_cases() -> list[Any]:
                 "messages[2] (id 'a2')",
                 f"per_message-function-{name}",
             ),
+        ]
+    return cases
+
+
+def _profile_cases() -> list[Any]:
+    """Profiles whose token limits are not token counts, at both ``for_model``."""
+    inputs = "GenericFakeChatModel's profile['max_input_tokens'] must be a positive int"
+    outputs = "GenericFakeChatModel's profile['max_output_tokens'] must be an int >= 0"
+    bad: list[tuple[str, dict[str, Any], type[Exception], str]] = [
+        ("negative", {"max_input_tokens": -5}, ValueError, f"{inputs} (a token count), got -5"),
+        ("zero", {"max_input_tokens": 0}, ValueError, f"{inputs} (a token count), got 0"),
+        (
+            "fraction",
+            {"max_input_tokens": 1000.5},
+            TypeError,
+            f"{inputs} (a token count), got float",
+        ),
+        ("str", {"max_input_tokens": "128000"}, TypeError, f"{inputs} (a token count), got str"),
+        ("bool", {"max_input_tokens": True}, TypeError, f"{inputs} (a token count), got bool"),
+        ("nan", {"max_input_tokens": float("nan")}, TypeError, f"{inputs} (a token count), got"),
+        (
+            "output-negative",
+            {"max_input_tokens": 1000, "max_output_tokens": -5},
+            ValueError,
+            f"{outputs} (a token count), got -5",
+        ),
+        (
+            "output-str",
+            {"max_input_tokens": 1000, "max_output_tokens": "x"},
+            TypeError,
+            f"{outputs} (a token count), got str 'x'",
+        ),
+    ]
+    return [
+        p(
+            lambda h, b=build, pr=profile: b.for_model(profiled(pr)),
+            None,
+            error,
+            fragment,
+            f"{name}.for_model-profile-{case}",
+        )
+        for name, build in (
+            ("TurnTrimmer", TurnTrimmer),
+            ("TurnTrimMiddleware", TurnTrimMiddleware),
+        )
+        for case, profile, error, fragment in bad
+    ]
+
+
+def _tools_cases() -> list[Any]:
+    """Tools that are not tools, at every counter's ``count_tools`` and a trim."""
+    counters: dict[str, Callable[[], Any]] = {
+        "ApproximateCounter": ApproximateCounter,
+        "TiktokenCounter": lambda: TiktokenCounter("gpt-4"),
+        "CalibratedCounter": CalibratedCounter,
+        "CalibratedCounter-tiktoken": lambda: CalibratedCounter(TiktokenCounter("gpt-4")),
+        "CachedCounter": lambda: CachedCounter(BadCounter(1)),
+        "per_message": lambda: per_message(minus_one_for_a2),
+    }
+    expected = "a tool schema dict, a BaseTool, a pydantic model class or a function"
+    bad: list[tuple[str, Any, str]] = [
+        ("int", [1], f"tools[0] must be {expected}, got int 1"),
+        ("None", [{"name": "f"}, None], f"tools[1] must be {expected}, got NoneType None"),
+        ("name-only", ["get_weather"], "tools[0] must be a tool schema dict, a BaseTool"),
+        ("broken-repr", [BrokenRepr()], "got BrokenRepr <BrokenRepr object (its repr failed)>"),
+        ("str", "get_weather", "tools must be a sequence of tools, got str"),
+    ]
+    cases = [
+        p(
+            lambda h, b=build, t=tools: resolve_counter(b()).count_tools(t),  # type: ignore[union-attr]
+            None,
+            TypeError,
+            fragment,
+            f"{name}.count_tools-{case}",
+        )
+        for name, build in counters.items()
+        for case, tools, fragment in bad
+    ]
+    cases += [
+        p(
+            lambda h, t=tools: TurnTrimmer(max_tokens=100).report(h, tools=t),
+            good_messages(),
+            TypeError,
+            fragment,
+            f"report-tools-{case}",
+        )
+        for case, tools, fragment in bad
+    ]
+    cases.append(
+        p(
+            lambda h: CalibratedCounter().observe(h, 50, tools=[1]),
+            good_messages(),
+            TypeError,
+            f"tools[0] must be {expected}, got int 1",
+            "CalibratedCounter.observe-tools-int",
+        )
+    )
+    return cases
+
+
+def _construction_cases() -> list[Any]:
+    """Counters refused when they are made, not at the first trim."""
+    unrepresentable = "<BrokenRepr object (its repr failed)>"
+    cases = [
+        p(
+            lambda h, b=build: TurnTrimmer(max_tokens=10, token_counter=b),
+            None,
+            TypeError,
+            f"token_counter is the class {build.__name__}, not a counter: pass an instance of it",
+            f"TurnTrimmer-token_counter-the-class-{build.__name__}",
+        )
+        for build in (ApproximateCounter, TiktokenCounter, CalibratedCounter, GenericFakeChatModel)
+    ]
+    cases += [
+        p(
+            lambda h: TurnTrimMiddleware(max_tokens=10, token_counter=ApproximateCounter),
+            None,
+            TypeError,
+            "token_counter is the class ApproximateCounter, not a counter",
+            "TurnTrimMiddleware-token_counter-a-class",
+        ),
+        p(
+            lambda h: trim_turns(h, max_tokens=10, token_counter=ApproximateCounter),
+            good_messages(),
+            TypeError,
+            "token_counter is the class ApproximateCounter, not a counter",
+            "trim_turns-token_counter-a-class",
+        ),
+        p(
+            lambda h: CalibratedCounter(ApproximateCounter),
+            None,
+            TypeError,
+            "base is the class ApproximateCounter, not a counter: pass an instance of it",
+            "CalibratedCounter-base-a-class",
+        ),
+        p(
+            lambda h: CachedCounter(TiktokenCounter),  # type: ignore[arg-type]
+            None,
+            TypeError,
+            "CachedCounter's counter is the class TiktokenCounter, not a counter",
+            "CachedCounter-counter-a-class",
+        ),
+        p(
+            lambda h: ApproximateCounter("x"),  # type: ignore[call-arg]
+            None,
+            TypeError,
+            "ApproximateCounter() takes no arguments",
+            "ApproximateCounter-an-argument",
+        ),
+        p(
+            lambda h: CalibratedCounter(BrokenRepr()),
+            None,
+            TypeError,
+            f"a TokenCounter), got BrokenRepr {unrepresentable}",
+            "CalibratedCounter-base-with-broken-repr",
+        ),
+        p(
+            lambda h: CalibratedCounter(margin=BrokenReprFloat(2.0)),
+            None,
+            ValueError,
+            "margin must be between 0 and 1, got <BrokenReprFloat object (its repr failed)>",
+            "CalibratedCounter-margin-with-broken-repr",
+        ),
+        p(
+            lambda h: TiktokenCounter("gpt-4").image_tokens(5, 5, BrokenRepr()),  # type: ignore[arg-type]
+            None,
+            ValueError,
+            f"detail must be 'low', 'high' or 'auto', got {unrepresentable}",
+            "TiktokenCounter-image_tokens-detail-with-broken-repr",
+        ),
+        p(
+            lambda h: TiktokenCounter(BrokenReprStr("gpt4o")),
+            None,
+            ValueError,
+            "unknown OpenAI model <BrokenReprStr object (its repr failed)>",
+            "TiktokenCounter-unknown-model-with-broken-repr",
+        ),
+        p(
+            lambda h: TurnTrimMiddleware(max_tokens=10, overflow_retries=BrokenRepr()),  # type: ignore[arg-type]
+            None,
+            TypeError,
+            f"overflow_retries must be an int >= 0, got BrokenRepr {unrepresentable}",
+            "TurnTrimMiddleware-overflow_retries-with-broken-repr",
+        ),
+        p(
+            lambda h: TurnTrimmer(max_tokens=10, context_value=BrokenReprFloat("nan")),
+            None,
+            ValueError,
+            "must be finite and >= 0, got <BrokenReprFloat object (its repr failed)>",
+            "TurnTrimmer-context_value-with-broken-repr",
+        ),
+        p(
+            lambda h: CachedCounter(ApproximateCounter(), cache_size=-5),
+            None,
+            ValueError,
+            "cache_size must be >= 0, got -5",
+            "CachedCounter-cache_size-keyword-negative",
+        ),
+        p(
+            lambda h: CacheClock(lambda: 0.0, threads=-1),
+            None,
+            ValueError,
+            "threads must be >= 0, got -1",
+            "CacheClock-threads-negative",
+        ),
+    ]
+    return cases
+
+
+def _kinds_cases() -> list[Any]:
+    """Turn kinds given beside the messages (``trimmer.planner.plan``): the wrong
+    number of them, or values that are not kinds, with every kind of planner."""
+    counters: dict[str, Callable[[], Any]] = {
+        "approximate": lambda: "approximate",
+        "tiktoken": lambda: TiktokenCounter("gpt-4"),
+        "per_list": lambda: per_list(lambda ms: 3 * len(ms)),
+        "calibrated": CalibratedCounter,
+    }
+    bad: list[tuple[str, Any, type[Exception], str]] = [
+        (
+            "too-few",
+            [0, 1],
+            ValueError,
+            "kinds has 2 items for 3 messages: expected one turn kind per message (or None)",
+        ),
+        ("too-many", [0, 1, 4, 1], ValueError, "kinds has 4 items for 3 messages"),
+        (
+            "unknown-kind",
+            [0, 1, 9],
+            ValueError,
+            "kinds[2] must be one of PINNED=0, START=1, CONTINUE=2, ANCHOR=3, REPLY=4; got 9",
+        ),
+        ("str-kind", [0, 1, "assistant"], TypeError, "kinds[2] must be an int, one of PINNED=0"),
+        ("str", "014", TypeError, "kinds must be a sequence of turn kinds (or None), got str"),
+    ]
+    return [
+        p(
+            lambda h, b=build, z=size, k=kinds: TurnTrimmer(
+                max_tokens=100, token_counter=b(), cache_size=z
+            ).planner.plan(h, k, 100),
+            good_messages(),
+            error,
+            fragment,
+            f"planner.plan-{name}-{'cached' if size else 'uncached'}-kinds-{case}",
+        )
+        for name, build in counters.items()
+        for size in (16, 0)
+        for case, kinds, error, fragment in bad
+    ]
+
+
+def _missing_field_cases() -> list[Any]:
+    """A message with a field deleted from its ``__dict__``, counted every way."""
+
+    def named(message: BaseMessage) -> int:  # reads the three fields deleted below
+        calls = message.tool_calls if isinstance(message, AIMessage) else []
+        return len(message.text) + len(message.name or "") + len(calls)
+
+    counters: dict[str, Callable[[], Any]] = {
+        "approximate": lambda: "approximate",
+        "tiktoken": lambda: TiktokenCounter("gpt-4"),
+        "per_message": lambda: per_message(named),
+        "per_list": lambda: per_list(lambda ms: sum(map(named, ms))),
+        "calibrated": CalibratedCounter,
+        "calibrated-tiktoken": lambda: CalibratedCounter(TiktokenCounter("gpt-4")),
+    }
+    cases = []
+    for field in ("name", "content", "tool_calls"):
+        fragment = f"messages[2] (id 'a2') has no {field!r} field: expected every field AIMessage"
+        history = messages(without_field(field))
+        for name, build in counters.items():
+            for size in (16, 0):
+                where = "cached" if size else "uncached"
+                cases.append(
+                    p(
+                        lambda h, b=build, z=size: counter_case(b(), z)(h),
+                        history,
+                        ValueError,
+                        fragment,
+                        f"{where}-{name}-without-{field}",
+                    )
+                )
+        cases += [
+            p(call, history, ValueError, fragment, f"{entry}-without-{field}")
+            for entry, call in MESSAGE_ENTRY_POINTS.items()
+        ]
+        direct: dict[str, Callable[[Any], Any]] = {
+            "ApproximateCounter": lambda h: ApproximateCounter().count_each(h),
+            "TiktokenCounter": lambda h: TiktokenCounter("gpt-4").count_each(h),
+            "CachedCounter": lambda h: CachedCounter(TiktokenCounter("gpt-4")).count_each(h),
+            "CalibratedCounter": lambda h: CalibratedCounter().count_each(h),
+            "CalibratedCounter.observe": lambda h: CalibratedCounter().observe(h, 100),
+        }
+        cases += [
+            p(call, history, ValueError, fragment, f"{name}.count_each-without-{field}")
+            for name, call in direct.items()
         ]
     return cases
 
@@ -1505,6 +1824,11 @@ CASES = [
     *_assignment_cases(),
     *_message_cases(),
     *_counter_cases(),
+    *_missing_field_cases(),
+    *_kinds_cases(),
+    *_profile_cases(),
+    *_tools_cases(),
+    *_construction_cases(),
 ]
 
 
@@ -1632,3 +1956,11 @@ def test_a_bad_last_message_fails_instead_of_returning_the_good_prefix(
     assert fragment in str(info.value)
     assert out == []
     assert snapshot(history) == before
+
+
+@pytest.mark.parametrize("build", [TurnTrimmer, TurnTrimMiddleware])
+def test_for_model_takes_a_whole_float_limit_as_its_int(build: Any) -> None:
+    # A profile read from JSON may hold 128000.0: it is the int it equals.
+    profile = {"max_input_tokens": 128000.0, "max_output_tokens": 4096.0}
+    assert build.for_model(profiled(profile)).max_tokens == 128000 - 4096
+    assert build.for_model(profiled(profile), reserve_tokens=1000).max_tokens == 127000

@@ -50,8 +50,10 @@ def test_a_sized_lru_takes_sizes() -> None:
     lru: SizedLRU[int] = SizedLRU(4, 100)
     with pytest.raises(TypeError, match=r"use put\(key, value, size\)"):
         lru.put_many([("a", 1)])
-    with pytest.raises(ValueError, match="cache_bytes must be >= 0"):
+    with pytest.raises(ValueError, match="maxbytes must be >= 0"):
         SizedLRU(4, -1)
+    with pytest.raises(ValueError, match="cache_bytes must be >= 0"):
+        WholeListCounter(len, cache_bytes=-1)
 
 
 def lengths(messages: Sequence[BaseMessage]) -> int:

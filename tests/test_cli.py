@@ -535,6 +535,10 @@ def test_report_without_rich_says_how_to_install(monkeypatch, tmp_path, capsys):
         capsys, "report", write_json(tmp_path, "c.json", CHAT), "--max-tokens", "100"
     )
     assert_one_error_line(code, out, err, "install 'langchain-turntrim[cli]'")
+    # From a checkout or a built wheel, the name alone would not find the extra.
+    assert (
+        "from a checkout: pip install -e '.[cli]'; from a wheel: pip install 'FILE.whl[cli]'" in err
+    )
     code, out, err = run(capsys, "demo")
     assert_one_error_line(code, out, err, "langchain-turntrim[cli]")
 

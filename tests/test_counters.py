@@ -370,14 +370,16 @@ def test_approximate_counter_equals_langchain_message_by_message(
         assert plan == plan_costs(kinds, expected, max_tokens)
 
 
-def test_approximate_counter_field_deleted_like_langchain() -> None:
-    """A field missing from the message's ``__dict__`` fails as LangChain's count does."""
-    message = HumanMessage("hi", name="n")
+def test_approximate_counter_field_deleted_names_the_field() -> None:
+    """A field missing from the message's ``__dict__``: LangChain's count fails
+    with a bare ``AttributeError``; the counter names the message and the field."""
+    message = HumanMessage("hi", name="n", id="h")
     del message.__dict__["name"]
     with pytest.raises(AttributeError):
         count_tokens_approximately([message])
-    with pytest.raises(AttributeError):
+    with pytest.raises(ValueError, match=r"^messages\[0\] \(id 'h'\) has no 'name' field") as info:
         ApproximateCounter().count_each([message])
+    assert isinstance(info.value.__cause__, AttributeError)
 
 
 def test_approximate_counter_subclass_counts_are_checked() -> None:

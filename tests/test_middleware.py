@@ -132,6 +132,24 @@ def run(request: pytest.FixtureRequest) -> Callable[[Any, Any, Any], Any]:
     return {"invoke": _invoke, "ainvoke": _ainvoke}[request.param]
 
 
+#: Before Python 3.11 an asyncio task cannot be given a context, so LangGraph
+#: runs an async hook outside the run's context: the middleware finds no run
+#: to send its custom events to (LangChain documents the same for
+#: adispatch_custom_event without an explicit config). Strict: it fails once
+#: that changes.
+NO_ASYNC_RUN_CONTEXT = pytest.mark.xfail(
+    sys.version_info < (3, 11),
+    reason="async hooks run outside the run's context before Python 3.11",
+    strict=True,
+)
+
+
+@pytest.fixture(params=["invoke", pytest.param("ainvoke", marks=NO_ASYNC_RUN_CONTEXT)])
+def traced_run(request: pytest.FixtureRequest) -> Callable[[Any, Any, Any], Any]:
+    """``run``, where the async path's custom events need the run's context."""
+    return {"invoke": _invoke, "ainvoke": _ainvoke}[request.param]
+
+
 # -- what a well-formed model input is ---------------------------------------
 
 
@@ -498,8 +516,11 @@ def test_importing_without_langchain_says_how_to_install(monkeypatch: pytest.Mon
         if name == "langchain" or name.startswith(("langchain.", "langchain_turntrim._middleware")):
             monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.delitem(sys.modules, "langchain_turntrim._middleware")
-    with pytest.raises(ImportError, match=r"pip install 'langchain-turntrim\[agents\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'langchain-turntrim\[agents\]'") as info:
         importlib.import_module("langchain_turntrim._middleware")
+    # From a checkout or a built wheel, the name alone would not find the extra.
+    assert "from a checkout: pip install -e '.[agents]'" in str(info.value)
+    assert "from a wheel: pip install 'FILE.whl[agents]'" in str(info.value)
 
 
 # -- the state mode ------------------------------------------------------------
@@ -584,7 +605,8 @@ SUMMARY_KEYS = {
 
 
 @pytest.mark.parametrize("mode", ["request", "state"])
-def test_middleware_trims_show_in_the_trace_and_as_events(mode: str, run):
+def test_middleware_trims_show_in_the_trace_and_as_events(mode: str, traced_run):
+    run = traced_run
     model = ToolCallingFake()
     agent = lookup_agent(MIDDLEWARE[mode](max_tokens=BUDGET), model, checkpointer=InMemorySaver())
     recorder = Recorder()
@@ -624,6 +646,7 @@ def test_middleware_trims_show_in_the_trace_and_as_events(mode: str, run):
     assert not any("turntrim" in r.metadata for r in runs if r.name in ("tools", "lookup"))
 
 
+@NO_ASYNC_RUN_CONTEXT
 def test_middleware_trims_stream_as_custom_events():
     agent = lookup_agent(TurnTrimMiddleware(max_tokens=BUDGET))
 
@@ -641,10 +664,11 @@ def test_middleware_trims_stream_as_custom_events():
 
 @pytest.mark.parametrize("mode", ["request", "state"])
 def test_middleware_builds_no_event_nobody_would_receive(
-    mode: str, run, monkeypatch: pytest.MonkeyPatch
+    mode: str, traced_run, monkeypatch: pytest.MonkeyPatch
 ):
     """Inside a run no handler watches, no event is dispatched (not even to nobody);
     one handler then gets every event, once per trim."""
+    run = traced_run
     dispatched: list[str] = []
     for cls in (CallbackManager, AsyncCallbackManager):
         original = cls.on_custom_event

@@ -74,3 +74,14 @@ def test_readme_links_work_on_an_index_page() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     targets = re.findall(r"\]\(([^)]+)\)", readme)
     assert [t for t in targets if not re.match(r"https?://", t)] == []
+
+
+def test_the_metadata_names_the_python_versions_tested() -> None:
+    """A classifier for each Python the suite is run on, this one included, and
+    ``requires-python``'s floor the oldest of them."""
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    versions = re.findall(r'"Programming Language :: Python :: (3\.\d+)"', pyproject)
+    tested = sorted(tuple(map(int, v.split("."))) for v in versions)
+    assert f"{sys.version_info.major}.{sys.version_info.minor}" in versions
+    (floor,) = re.findall(r'^requires-python = ">=(3\.\d+)"$', pyproject, re.MULTILINE)
+    assert tuple(map(int, floor.split("."))) == tested[0]

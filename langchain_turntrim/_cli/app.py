@@ -4,7 +4,7 @@
 array, an object with a ``"messages"`` or ``"traj"`` array, JSONL, or a JSON
 array or JSONL of such conversations), each one the very text it was read as,
 so it can sit in a pipeline. ``turntrim report`` shows a table
-of the turns for a human (it needs ``rich``: ``pip install langchain-turntrim[cli]``),
+of the turns for a human (it needs ``rich``: ``pip install 'langchain-turntrim[cli]'``),
 and ``turntrim demo`` runs the report on a conversation shipped with the
 package. Every error is one line on stderr and exit status 2 (130 when
 interrupted; 1, silently, when the reader of the output closes it early, as
@@ -56,7 +56,8 @@ SAMPLE: Final = "sample_conversation.json"
 #: The exit status when the output's reader closed it early (``| head``).
 PIPE_CLOSED: Final = 1
 RICH_MISSING: Final = (
-    "the report needs rich, which is not installed: pip install 'langchain-turntrim[cli]'"
+    "the report needs rich, which is not installed: pip install 'langchain-turntrim[cli]' "
+    "(from a checkout: pip install -e '.[cli]'; from a wheel: pip install 'FILE.whl[cli]')"
 )
 
 _EPILOG: Final = """\

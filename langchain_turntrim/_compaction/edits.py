@@ -28,6 +28,8 @@ from typing import Any, Final
 
 from langchain_core.messages import BaseMessage
 
+from langchain_turntrim._graphemes import cut_end, cut_start
+
 __all__ = [
     "DATA_BLOCKS",
     "REASONING_BLOCKS",
@@ -212,12 +214,14 @@ def attribute(message: BaseMessage, name: str) -> Any:
 
 
 def truncate(text: str, keep: int) -> str:
-    """``text`` truncated to ``keep`` characters around a note: two thirds head,
-    one third tail (the note's wording is what the model reads)."""
+    """``text`` truncated to at most ``keep`` characters around a note: about
+    two thirds head, one third tail (the note's wording is what the model
+    reads). Both cuts fall on grapheme cluster boundaries (``_graphemes``):
+    a flag, an emoji sequence or a letter with its marks is kept or cut whole."""
     if keep >= len(text):
         return text
-    head = keep - keep // 3
-    tail = keep - head
-    removed = len(text) - keep
+    head = cut_end(text, keep - keep // 3)
+    tail = cut_start(text, len(text) - keep // 3)
+    removed = tail - head
     note = f"\n[... {removed:,} characters cut to fit the context ...]\n"
-    return text[:head] + note + (text[len(text) - tail :] if tail else "")
+    return text[:head] + note + text[tail:]

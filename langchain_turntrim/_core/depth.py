@@ -54,7 +54,8 @@ def check_rate(value: object, name: str, *, positive: bool = False) -> float:
         msg = f"{name} must be a number, got {type(value).__name__} {safe_repr(value, 80)}"
         raise TypeError(msg)
     if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        msg = f"{name} must be finite and {'> 0' if positive else '>= 0'}, got {value!r}"
+        bound = "> 0" if positive else ">= 0"
+        msg = f"{name} must be finite and {bound}, got {safe_repr(value, 80)}"
         raise ValueError(msg)
     return float(value)
 

@@ -30,6 +30,7 @@ __all__ = [
     "ROLE_KINDS",
     "START",
     "check_count",
+    "check_kinds",
     "check_trim_to",
     "describe",
     "request_order",
@@ -49,6 +50,14 @@ ROLE_KINDS: Final[Mapping[str, int]] = {
     "assistant": REPLY,
     "tool": CONTINUE,
     "function": CONTINUE,
+}
+#: The five kinds, as ``check_kinds`` names them.
+_KIND_NAMES: Final = {
+    PINNED: "PINNED",
+    START: "START",
+    CONTINUE: "CONTINUE",
+    ANCHOR: "ANCHOR",
+    REPLY: "REPLY",
 }
 _ALIASES: Final = {"user": ("human",), "assistant": ("ai",)}
 #: How a ``ChatMessage`` (or an OpenAI-style dict) is treated, by its ``role``:
@@ -102,3 +111,35 @@ def describe(index: int, message: object) -> str:
     except Exception:  # noqa: BLE001 - a mapping or property that fails: name the index alone
         ident = None
     return f"messages[{index}]" + (f" (id {safe_repr(ident, 80)})" if ident is not None else "")
+
+
+def check_kinds(kinds: Sequence[int], size: int) -> list[int]:
+    """``kinds`` as a list, checked to hold one turn kind per message of ``size``.
+
+    A planner given its messages' kinds (``trimmer.planner.plan(messages,
+    kinds, max_tokens)``) reads them beside the messages: a list of another
+    length, or a value that is not a kind, raises ``ValueError``/``TypeError``
+    naming the lengths or the index, instead of a plan of the wrong messages.
+    """
+    if isinstance(kinds, (str, bytes, bytearray)) or not isinstance(kinds, Sequence):
+        msg = f"kinds must be a sequence of turn kinds (or None), got {type(kinds).__name__}"
+        raise TypeError(msg)
+    listed = list(kinds)
+    if len(listed) != size:
+        msg = (
+            f"kinds has {len(listed)} items for {size} messages: "
+            "expected one turn kind per message (or None)"
+        )
+        raise ValueError(msg)
+    if all(type(kind) is int for kind in listed) and set(listed) <= _KIND_NAMES.keys():
+        return listed
+    accepted = ", ".join(f"{name}={kind}" for kind, name in sorted(_KIND_NAMES.items()))
+    for i, kind in enumerate(listed):
+        if type(kind) is not int:
+            what = f"{type(kind).__name__} {safe_repr(kind, 80)}"
+            msg = f"kinds[{i}] must be an int, one of {accepted}; got {what}"
+            raise TypeError(msg)
+        if kind not in _KIND_NAMES:
+            msg = f"kinds[{i}] must be one of {accepted}; got {kind}"
+            raise ValueError(msg)
+    raise AssertionError  # pragma: no cover - the loop found it

@@ -11,7 +11,7 @@ from langchain_core.messages import BaseMessage
 from langchain_turntrim._core import check_count, describe
 from langchain_turntrim._counting.keys import Fields
 from langchain_turntrim._counting.protocol import TokenCounter
-from langchain_turntrim._counting.tools import tool_messages
+from langchain_turntrim._counting.tools import check_tools, tool_messages
 from langchain_turntrim._messages import check_messages
 from langchain_turntrim._safe_repr import safe_repr
 
@@ -79,9 +79,10 @@ class AdditiveCounter:
 
     def count_tools(self, tools: Sequence[Any]) -> int:
         """Each tool's JSON schema counted as one system message (see ``tool_messages``)."""
-        if not tools:
+        listed = check_tools(tools)
+        if not listed:
             return 0
-        return sum(self.costs(tool_messages(tools)))
+        return sum(self.costs(tool_messages(listed)))
 
 
 class Wrapper(AdditiveCounter):
@@ -102,7 +103,7 @@ class Wrapper(AdditiveCounter):
         own = getattr(self.counter, "count_tools", None)
         if not callable(own):
             return super().count_tools(tools)
-        return check_count(own(tools), f"{safe_repr(self.counter)}.count_tools")
+        return check_count(own(check_tools(tools)), f"{safe_repr(self.counter)}.count_tools")
 
 
 class Uncached(Wrapper):

@@ -10,8 +10,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_turntrim._counting.additive import AdditiveCounter
-from langchain_turntrim._counting.tools import remembered, tool_json, tools_key
-from langchain_turntrim._messages import check_messages
+from langchain_turntrim._counting.tools import check_tools, remembered, tool_json, tools_key
+from langchain_turntrim._messages import check_messages, explain_missing_fields
 from langchain_turntrim._safe_repr import deep_repr
 
 __all__ = ["ApproximateCounter"]
@@ -30,19 +30,21 @@ class ApproximateCounter(AdditiveCounter):
     overhead: Final = 0
 
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
-        return _approximate_each(messages)
+        with explain_missing_fields(messages):
+            return _approximate_each(messages)
 
     def costs(self, messages: Sequence[BaseMessage]) -> list[int]:
         if type(self).count_each is not ApproximateCounter.count_each:  # a subclass's own
             return super().costs(messages)
-        return _approximate_each(messages)  # ints >= 0, one per message: nothing to check
+        with explain_missing_fields(messages):
+            return _approximate_each(messages)  # ints >= 0, one per message: nothing to check
 
     def count_tools(self, tools: Sequence[Any]) -> int:
         """``count_tokens_approximately([], tools=tools)``: LangChain's own estimate,
         the number ``SummarizationMiddleware`` uses (remembered: see ``tools``)."""
-        if not tools:
+        listed = check_tools(tools)
+        if not listed:
             return 0
-        listed = list(tools)
         return remembered("approximate", tools_key(listed), lambda: _approximate_tools(listed))
 
     def __repr__(self) -> str:

@@ -10,8 +10,8 @@ from langchain_core.messages import BaseMessage
 from langchain_turntrim._counting.additive import Wrapper, checked_counts, counts_list
 from langchain_turntrim._counting.keys import Fields, fields_keys, frozen_copy, read_fields
 from langchain_turntrim._counting.lru import LRU
-from langchain_turntrim._counting.protocol import TokenCounter
-from langchain_turntrim._messages import check_messages
+from langchain_turntrim._counting.protocol import TokenCounter, refuse_class
+from langchain_turntrim._messages import check_messages, explain_missing_fields
 from langchain_turntrim._options import DEFAULT_CACHE_SIZE
 from langchain_turntrim._safe_repr import safe_repr
 
@@ -43,6 +43,7 @@ class CachedCounter(Wrapper):
     """
 
     def __init__(self, counter: TokenCounter, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+        refuse_class(counter, "CachedCounter's counter")
         if not isinstance(counter, TokenCounter):
             msg = f"CachedCounter wraps a TokenCounter, got {type(counter).__name__}"
             raise TypeError(msg)
@@ -52,7 +53,7 @@ class CachedCounter(Wrapper):
         self._count_fields: FieldsCounter | None = (
             fields_counter() if callable(fields_counter) else None
         )
-        self._cache: LRU[int] = LRU(cache_size)
+        self._cache: LRU[int] = LRU(cache_size, "cache_size")
 
     @property
     def cache_size(self) -> int:
@@ -67,7 +68,8 @@ class CachedCounter(Wrapper):
 
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
         check_messages(messages)
-        return self.costs_of(messages, read_fields(messages, range(len(messages)))[1])
+        with explain_missing_fields(messages):
+            return self.costs_of(messages, read_fields(messages, range(len(messages)))[1])
 
     def costs(self, messages: Sequence[BaseMessage]) -> list[int]:
         return self.count_each(messages)  # checked by the cache

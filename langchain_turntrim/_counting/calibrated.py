@@ -23,7 +23,9 @@ from langchain_turntrim._core import check_count
 from langchain_turntrim._counting.additive import AdditiveCounter, checked_counts
 from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.cache import CachedCounter
-from langchain_turntrim._counting.protocol import TokenCounter
+from langchain_turntrim._counting.protocol import TokenCounter, refuse_class
+from langchain_turntrim._counting.tools import check_tools
+from langchain_turntrim._safe_repr import safe_repr
 
 if TYPE_CHECKING:
     from langchain_turntrim._counting.callback import CalibrationCallback
@@ -113,7 +115,7 @@ class CalibratedCounter(AdditiveCounter):
             msg = f"margin must be a number, got {type(margin).__name__}"
             raise TypeError(msg)
         if not 0 <= margin <= 1:
-            msg = f"margin must be between 0 and 1, got {margin!r}"
+            msg = f"margin must be between 0 and 1, got {safe_repr(margin, 80)}"
             raise ValueError(msg)
         self.max_margin = float(margin)
         self._lock = threading.Lock()
@@ -260,7 +262,8 @@ class CalibratedCounter(AdditiveCounter):
 
 
 def _additive(base: object) -> AdditiveCounter:
-    if base == "approximate":
+    refuse_class(base, "base")
+    if isinstance(base, str) and base == "approximate":
         return ApproximateCounter()
     if isinstance(base, CalibratedCounter):
         msg = "CalibratedCounter cannot calibrate another CalibratedCounter"
@@ -271,7 +274,7 @@ def _additive(base: object) -> AdditiveCounter:
         return CachedCounter(base)
     msg = (
         "CalibratedCounter needs an additive base counter ('approximate', an "
-        f"AdditiveCounter or a TokenCounter), got {type(base).__name__} {base!r:.80}"
+        f"AdditiveCounter or a TokenCounter), got {type(base).__name__} {safe_repr(base, 80)}"
     )
     raise TypeError(msg)
 
@@ -310,6 +313,7 @@ def _each(state: Calibration, base: Sequence[int]) -> list[int]:
 
 
 def _tools(state: Calibration, base: AdditiveCounter, tools: Sequence[Any]) -> int:
+    tools = check_tools(tools)
     if not tools:
         return 0
     return math.ceil(state.ratio * base.count_tools(tools) * (1 + state.margin))

@@ -10,7 +10,7 @@ from langchain_core.messages import BaseMessage
 from langchain_turntrim._counting.additive import AdditiveCounter, checked_counts
 from langchain_turntrim._counting.protocol import TokenCounter
 from langchain_turntrim._counting.whole_list import WholeListCounter
-from langchain_turntrim._messages import check_messages
+from langchain_turntrim._messages import check_messages, explain_missing_fields
 from langchain_turntrim._safe_repr import safe_repr
 
 __all__ = ["per_list", "per_message"]
@@ -26,7 +26,9 @@ class _MessageFunctionCounter(AdditiveCounter):
 
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
         check_messages(messages)
-        return checked_counts(list(map(self.function, messages)), messages, self)
+        with explain_missing_fields(messages):
+            counts = list(map(self.function, messages))
+        return checked_counts(counts, messages, self)
 
     def __repr__(self) -> str:
         return f"per_message({safe_repr(self.function)})"

@@ -26,10 +26,11 @@ class LRU(Generic[V]):
 
     The lock guards dict operations only; callers compute values outside it.
     A ``None`` key is never stored or found, and ``None`` is not a value.
+    ``argument``: what a bad ``maxsize``'s error calls it (the caller's argument).
     """
 
-    def __init__(self, maxsize: int) -> None:
-        self.maxsize = check_count(maxsize, "cache_size")
+    def __init__(self, maxsize: int, argument: str = "maxsize") -> None:
+        self.maxsize = check_count(maxsize, argument)
         self._data: OrderedDict[Hashable, V] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -83,9 +84,15 @@ class SizedLRU(LRU[V]):
     size each entry is put with (``put``); an entry larger than that alone is
     not stored."""
 
-    def __init__(self, maxsize: int, maxbytes: int) -> None:
-        super().__init__(maxsize)
-        self.maxbytes = check_count(maxbytes, "cache_bytes")
+    def __init__(
+        self,
+        maxsize: int,
+        maxbytes: int,
+        argument: str = "maxsize",
+        bytes_argument: str = "maxbytes",
+    ) -> None:
+        super().__init__(maxsize, argument)
+        self.maxbytes = check_count(maxbytes, bytes_argument)
         self._sizes: dict[Hashable, int] = {}
         self.nbytes = 0
 

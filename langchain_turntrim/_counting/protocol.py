@@ -7,7 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import BaseMessage
 
-__all__ = ["ResolvedCounter", "TokenCounter"]
+__all__ = ["ResolvedCounter", "TokenCounter", "refuse_class"]
 
 
 @runtime_checkable
@@ -63,3 +63,16 @@ class ResolvedCounter(Protocol):
         """Each message's tokens: exact for additive counters, an estimate
         (the approximate counter's) for whole-list ones."""
         ...
+
+
+def refuse_class(value: object, argument: str) -> None:
+    """Raise ``TypeError`` when ``value`` is a counter's (or a chat model's)
+    class rather than one of them: ``token_counter=ApproximateCounter`` would
+    pass every check at construction (a class has its methods) and fail at
+    every trim instead."""
+    if isinstance(value, type) and any(
+        hasattr(value, name) for name in ("count_each", "get_num_tokens_from_messages")
+    ):
+        name = value.__name__
+        msg = f"{argument} is the class {name}, not a counter: pass an instance of it, {name}(...)"
+        raise TypeError(msg)

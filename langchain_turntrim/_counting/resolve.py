@@ -17,7 +17,7 @@ from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.cache import CachedCounter
 from langchain_turntrim._counting.calibrated import CalibratedCounter
 from langchain_turntrim._counting.functions import per_message
-from langchain_turntrim._counting.protocol import TokenCounter
+from langchain_turntrim._counting.protocol import TokenCounter, refuse_class
 from langchain_turntrim._counting.whole_list import WholeListCounter
 from langchain_turntrim._options import DEFAULT_CACHE_SIZE
 from langchain_turntrim._safe_repr import safe_repr
@@ -91,6 +91,7 @@ def resolve_counter(token_counter: object, cache_size: int = DEFAULT_CACHE_SIZE)
 
 def _expand(token_counter: object, cache_size: int) -> object:
     """The counter a shortcut, a chat model or a function stands for."""
+    refuse_class(token_counter, "token_counter")
     if isinstance(token_counter, str):
         if token_counter == "approximate":
             return ApproximateCounter()

@@ -33,6 +33,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from langchain_turntrim._counting.keys import UnkeyableError, digest
 from langchain_turntrim._counting.lru import LRU
+from langchain_turntrim._safe_repr import safe_repr
 
 __all__ = ["PRICES_KEPT", "remembered", "tool_json", "tool_key", "tool_messages", "tools_key"]
 
@@ -104,6 +105,33 @@ def tools_key(tools: Sequence[Any]) -> tuple[Hashable, ...] | None:
 
 
 _PRICES: Final[LRU[Any]] = LRU(PRICES_KEPT)
+
+#: What ``check_tools`` says a tool must be.
+TOOL_KINDS: Final = "a tool schema dict, a BaseTool, a pydantic model class or a function"
+
+
+def check_tools(tools: object) -> list[Any]:
+    """``tools`` as a list, each one something LangChain converts to a tool
+    schema (``convert_to_openai_tool``): a dict (OpenAI's schema, a
+    provider's built-in tool), a ``BaseTool``, a class (a pydantic model, a
+    ``TypedDict``) or a function. Raises ``TypeError`` naming ``tools`` or
+    the index of the first item that is none of these."""
+    if isinstance(tools, (str, bytes, bytearray)) or not isinstance(tools, Sequence):
+        msg = f"tools must be a sequence of tools, got {type(tools).__name__}"
+        raise TypeError(msg)
+    listed = list(tools)
+    for i, tool in enumerate(listed):
+        if not (isinstance(tool, (dict, type)) or callable(tool) or _is_tool(tool)):
+            what = f"{type(tool).__name__} {safe_repr(tool, 80)}"
+            msg = f"tools[{i}] must be {TOOL_KINDS}, got {what}"
+            raise TypeError(msg)
+    return listed
+
+
+def _is_tool(value: object) -> bool:
+    from langchain_core.tools import BaseTool  # noqa: PLC0415 - costly to import
+
+    return isinstance(value, BaseTool)
 
 
 def remembered(kind: Hashable, key: Hashable | None, compute: Callable[[], T]) -> T:

@@ -78,7 +78,10 @@ class WholeListCounter:
         self.label = label or safe_repr(function)
         self.sized = cache_size is not None
         self._cache: SizedLRU[int] = SizedLRU(
-            DEFAULT_CACHE_SIZE if cache_size is None else cache_size, cache_bytes
+            DEFAULT_CACHE_SIZE if cache_size is None else cache_size,
+            cache_bytes,
+            "cache_size",
+            "cache_bytes",
         )
 
     @property

@@ -10,7 +10,7 @@ from langchain_core.messages import BaseMessage
 from langchain_turntrim._compaction.copies import Copies
 from langchain_turntrim._compaction.fit import fit_additive
 from langchain_turntrim._compaction.ladder import Compaction
-from langchain_turntrim._core import TrimPlan
+from langchain_turntrim._core import TrimPlan, check_kinds
 from langchain_turntrim._core.depth import Cut
 from langchain_turntrim._counting.additive import AdditiveCounter
 from langchain_turntrim._messages import message_kinds
@@ -58,6 +58,8 @@ class AdditivePlanner(CountingPlanner):
     ) -> TrimPlan:
         """The plan of ``messages`` (of turn kinds ``kinds``, when known) sent
         with ``tools``, whose price is part of ``overhead_tokens``."""
+        if kinds is not None:
+            kinds = check_kinds(kinds, len(messages))
         counter = self.counter
         overhead = counter.checked_overhead()
         if tools:

@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from langchain_turntrim._calls import unanswered_calls, with_unanswered
-from langchain_turntrim._core import Grouping, TrimPlan, plan_costs
+from langchain_turntrim._core import Grouping, TrimPlan, check_kinds, plan_costs
 from langchain_turntrim._core.depth import Cut
 from langchain_turntrim._counting.calibrated import CalibratedCounter, Calibration
 from langchain_turntrim._counting.keys import Fields
@@ -86,7 +86,7 @@ class CalibratedMemo(HistoryMemo):
         state = counter.calibration
         overhead = counter.constant(state, tools)
         base = counter.base
-        listed = None if kinds is None else self.kinds_of(messages, kinds)
+        listed = None if kinds is None else check_kinds(kinds, len(messages))
         entry = self._take(messages)
         if not isinstance(entry, _BaseEntry) or not entry.matches(messages, listed):
             entry = None
@@ -122,15 +122,6 @@ class CalibratedMemo(HistoryMemo):
             entry = _BaseEntry()
             entry.extend(messages, kinds, count)
         return entry
-
-    @staticmethod
-    def kinds_of(messages: Sequence[BaseMessage], kinds: Sequence[int]) -> list[int]:
-        """``kinds`` as a list, one per message."""
-        listed = list(kinds)
-        if len(listed) != len(messages):
-            msg = f"got {len(listed)} kinds for {len(messages)} messages"
-            raise ValueError(msg)
-        return listed
 
 
 class CalibratedPlanner(AdditivePlanner):

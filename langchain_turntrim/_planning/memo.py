@@ -36,7 +36,7 @@ from langchain_core.messages import BaseMessage
 
 from langchain_turntrim._calls import Calls, unanswered_calls, with_unanswered
 from langchain_turntrim._compaction.memo import Compactions
-from langchain_turntrim._core import Grouping, TrimPlan, plan_costs
+from langchain_turntrim._core import Grouping, TrimPlan, check_kinds, plan_costs
 from langchain_turntrim._core.depth import Cut
 from langchain_turntrim._core.newest import plan_newest
 from langchain_turntrim._counting.additive import AdditiveCounter
@@ -201,10 +201,7 @@ class HistoryMemo:
         """The plan of ``messages``: counted (by ``counter``) and grouped only
         after the most recent remembered history they start with, if any."""
         if kinds is not None:
-            kinds = list(kinds)
-            if len(kinds) != len(messages):
-                msg = f"got {len(kinds)} kinds for {len(messages)} messages"
-                raise ValueError(msg)
+            kinds = check_kinds(kinds, len(messages))
         self._local.entry = _dead
         entry = self._take(messages)
         if entry is not None and not entry.matches(messages, kinds):

@@ -30,7 +30,15 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_turntrim._calls import unanswered_calls
 from langchain_turntrim._compaction.ladder import PINNED_KINDS
-from langchain_turntrim._core import ANCHOR, REPLY, START, TrimPlan, plan_costs, request_order
+from langchain_turntrim._core import (
+    ANCHOR,
+    REPLY,
+    START,
+    TrimPlan,
+    check_kinds,
+    plan_costs,
+    request_order,
+)
 from langchain_turntrim._core.depth import Cut, floor_turn
 from langchain_turntrim._core.stable import candidates
 from langchain_turntrim._counting.approximate import ApproximateCounter
@@ -84,7 +92,7 @@ class WholeListPlanner(CountingPlanner):
         trim_to: int | Cut | None = None,
         pinned_alone: bool = True,
     ) -> TrimPlan:
-        kinds = message_kinds(messages) if kinds is None else list(kinds)
+        kinds = message_kinds(messages) if kinds is None else check_kinds(kinds, len(messages))
         approximate = _ESTIMATE.count_each(messages)
         search = _Search(self.counter, messages, kinds, approximate, tools, self.ratio)
         n = len(search.starts)

@@ -40,8 +40,9 @@ from langchain_turntrim._counting.openai.chat import (
 from langchain_turntrim._counting.openai.encodings import EncodingUnavailableError
 from langchain_turntrim._counting.openai.images import image_pricing, image_size, image_source
 from langchain_turntrim._counting.openai.tools import tool_framing, tools_tokens
-from langchain_turntrim._messages import check_messages
-from langchain_turntrim._safe_repr import deep_repr
+from langchain_turntrim._counting.tools import check_tools
+from langchain_turntrim._messages import check_messages, explain_missing_fields
+from langchain_turntrim._safe_repr import deep_repr, safe_repr
 
 __all__ = ["EncodingUnavailableError", "TiktokenCounter"]
 
@@ -209,7 +210,7 @@ class TiktokenCounter(AdditiveCounter):
                 msg = f"{name} must be >= 1, got {value}"
                 raise ValueError(msg)
         if detail not in ("low", "high", "auto"):
-            msg = f"detail must be 'low', 'high' or 'auto', got {detail!r}"
+            msg = f"detail must be 'low', 'high' or 'auto', got {safe_repr(detail, 80)}"
             raise ValueError(msg)
         return self._images.tokens(width, height, detail)
 
@@ -217,10 +218,7 @@ class TiktokenCounter(AdditiveCounter):
         """What ``tools`` (LangChain tools, OpenAI tool dicts, pydantic models,
         functions) add to a request's ``prompt_tokens``: the OpenAI cookbook's
         rendering, extended to nested schemas (see the README); 0 for none."""
-        if isinstance(tools, (str, bytes)) or not isinstance(tools, Sequence):
-            msg = f"tools must be a sequence of tools, got {type(tools).__name__}"
-            raise TypeError(msg)
-        return tools_tokens(tools, self._encode, self._tools)
+        return tools_tokens(check_tools(tools), self._encode, self._tools)
 
     @property
     def overhead(self) -> int:
@@ -231,7 +229,8 @@ class TiktokenCounter(AdditiveCounter):
         """The tokens of each message, in order (one int per message)."""
         check_messages(messages)
         count = self._fields
-        return [count(type(m), message_fields(m)) for m in messages]
+        with explain_missing_fields(messages):
+            return [count(type(m), message_fields(m)) for m in messages]
 
     def _fields_counter(self) -> Callable[[Sequence[type], Sequence[Fields]], list[int]] | None:
         """How ``CachedCounter`` counts without copying messages: from each one's

@@ -8,6 +8,8 @@ from typing import Final
 import tiktoken
 import tiktoken.model
 
+from langchain_turntrim._safe_repr import safe_repr
+
 __all__ = ["O200K_PREFIXES", "encoding_name_for_model"]
 
 #: Prefixes ChatOpenAI maps to ``o200k_base`` when tiktoken does not know the name.
@@ -46,8 +48,8 @@ def _unknown_model_message(model: str) -> str:
     close = difflib.get_close_matches(model.lower(), _known_model_names(), n=3, cutoff=0.6)
     hint = f" (closest known: {', '.join(map(repr, close))})" if close else ""
     return (
-        f"unknown OpenAI model {model!r}{hint}. TiktokenCounter knows the models tiktoken "
-        f"maps, names starting with {', '.join(O200K_PREFIXES)}, and 'ft:' fine-tunes of "
+        f"unknown OpenAI model {safe_repr(model, 80)}{hint}. TiktokenCounter knows the models "
+        f"tiktoken maps, names starting with {', '.join(O200K_PREFIXES)}, and 'ft:' fine-tunes of "
         "those; for any other model pass its encoding instead, e.g. "
         "TiktokenCounter(encoding='o200k_base')."
     )
