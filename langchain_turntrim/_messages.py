@@ -37,6 +37,7 @@ __all__ = [
     "CHAT_ROLE_KINDS",
     "SUMMARY_SOURCE",
     "TrimInput",
+    "check_message_errors",
     "check_messages",
     "describe",
     "explain_missing_fields",
@@ -126,6 +127,19 @@ def check_messages(messages: Sequence[object]) -> None:
             what = f"{type(item).__name__} {safe_repr(item, 80)}"
             msg = f"{describe(i, item)} is not a BaseMessage: {what}"
             raise TypeError(msg)
+
+
+def check_message_errors(messages: Sequence[BaseMessage]) -> None:
+    """Raise the error a message of ``messages`` gives (its kind's, or a
+    missing field's), naming it by its index in ``messages``: for a caller
+    that planned them behind another message (a request's system message)."""
+    try:
+        message_kinds(messages)
+    except (TypeError, ValueError) as error:
+        raise error from None
+    missing = missing_field(messages)
+    if missing is not None:
+        raise missing from None
 
 
 def missing_field(messages: Sequence[object]) -> ValueError | None:

@@ -40,7 +40,7 @@ from langchain_turntrim._cache_timing import (
 from langchain_turntrim._core.depth import CachePrice
 from langchain_turntrim._counting import CalibratedCounter
 from langchain_turntrim._counting.lru import LRU
-from langchain_turntrim._messages import message_kinds, missing_field
+from langchain_turntrim._messages import check_message_errors
 from langchain_turntrim._options import AGENT_ON_OVERFLOW, AUTO, Mode, TrimOptions
 from langchain_turntrim._overflow import DEFAULT_OVERFLOW_RETRIES
 from langchain_turntrim._pipeline import CacheCall
@@ -282,7 +282,7 @@ class TurnTrimMiddleware(_Base):
         try:
             report = trimmer.decide(planned, tools=request.tools, cache=cache)
         except (TypeError, ValueError):
-            _check_kinds(messages)
+            check_message_errors(messages)
             raise
         if not report.changed:
             return request, report
@@ -341,18 +341,6 @@ class TurnTrimMiddleware(_Base):
             if seen is not None:
                 await areport_cache(figures)
             return response
-
-
-def _check_kinds(messages: list[BaseMessage]) -> None:
-    """Raise a message kind's error (or a missing field's) naming its index in
-    ``request.messages`` (the plan's list has the system message first)."""
-    try:
-        message_kinds(messages)
-    except (TypeError, ValueError) as error:
-        raise error from None
-    missing = missing_field(messages)
-    if missing is not None:
-        raise missing from None
 
 
 def _sent(request: ModelRequest[Any]) -> list[BaseMessage]:

@@ -16,7 +16,7 @@ import pytest
 
 from langchain_turntrim._cli import app
 from langchain_turntrim._cli.app import main
-from langchain_turntrim._cli.transcript import MAX_INPUT_BYTES
+from langchain_turntrim._cli.streams import MAX_INPUT_BYTES
 from tests.helpers import run_cli
 
 # Numbers and keys a re-serialisation would change: every one must come back as written.

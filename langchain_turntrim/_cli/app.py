@@ -29,16 +29,15 @@ from langchain_turntrim._cli.planning import (
     plan_transcript,
     trim_options,
 )
+from langchain_turntrim._cli.streams import MAX_INPUT_BYTES, write
 from langchain_turntrim._cli.terminal import neutral
 from langchain_turntrim._cli.transcript import (
-    MAX_INPUT_BYTES,
     Document,
     InputError,
     Transcript,
     dump,
     parse,
     read_document,
-    write,
 )
 from langchain_turntrim._options import DEFAULT_KEEP_TOOL_RESULTS, ON_OVERFLOW
 from langchain_turntrim._report import TrimReport

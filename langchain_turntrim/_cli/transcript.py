@@ -8,21 +8,18 @@ array or JSONL of conversations, each a list of messages or such an object).
 
 from __future__ import annotations
 
-import errno
 import json
-import os
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, BinaryIO, Final, Literal
+from typing import Any, Final, Literal
 
 from langchain_turntrim._cli.diagnostics import a_json_type, json_type
+from langchain_turntrim._cli.jsontext import member_value, scan_array, skip
+from langchain_turntrim._cli.streams import MAX_INPUT_BYTES, read_file, read_stdin
 from langchain_turntrim._cli.terminal import json_escaped
 
 __all__ = [
-    "MAX_INPUT_BYTES",
     "MESSAGE_MEMBERS",
     "Decision",
     "Document",
@@ -34,7 +31,6 @@ __all__ = [
     "read_document",
     "render",
     "where",
-    "write",
 ]
 
 Shape = Literal["array", "object", "jsonl"]
@@ -48,10 +44,6 @@ _EXPECTED: Final = (
     "expected a list of messages, a conversation object with 'messages' or 'traj', "
     "or a list of conversations"
 )
-
-#: The most bytes ``turntrim`` reads from a file or stdin (``--max-input-bytes``).
-MAX_INPUT_BYTES: Final = 256 * 1024 * 1024
-_CHUNK: Final = 1 << 20
 
 
 class InputError(ValueError):
@@ -129,7 +121,7 @@ def read_document(path: str, max_bytes: int = MAX_INPUT_BYTES) -> Document:
         msg = "cannot read <stdin>: stdin is closed"
         raise InputError(msg)
     try:
-        data = _read_stdin(max_bytes) if path == "-" else _read_file(path, max_bytes)
+        data = read_stdin(max_bytes) if path == "-" else read_file(path, max_bytes)
     except OSError as error:
         msg = f"cannot read {source}: {error.strerror or error}"
         raise InputError(msg) from error
@@ -145,37 +137,6 @@ def read_document(path: str, max_bytes: int = MAX_INPUT_BYTES) -> Document:
         msg = f"{source} is not UTF-8 text (byte {error.start}: {error.reason})"
         raise InputError(msg) from error
     return parse(text, source)
-
-
-def _read_file(path: str, max_bytes: int) -> bytes | None:
-    with Path(path).open("rb") as file:
-        size = os.fstat(file.fileno()).st_size
-        if size > max_bytes:  # a regular file, known too big before reading it
-            return None
-        return _read_bounded(file, max_bytes)  # devices and pipes say 0
-
-
-def _read_stdin(max_bytes: int) -> bytes | None:
-    buffer = getattr(sys.stdin, "buffer", None)
-    if buffer is not None:
-        return _read_bounded(buffer, max_bytes)
-    data = sys.stdin.read(max_bytes + 1).encode("utf-8")
-    return None if len(data) > max_bytes else data
-
-
-def _read_bounded(stream: BinaryIO, max_bytes: int) -> bytes | None:
-    """All of ``stream``, or None once it has given more than ``max_bytes``
-    (``/dev/zero`` and an endless pipe never end)."""
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        chunk = stream.read(min(_CHUNK, max_bytes + 1 - total))
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        total += len(chunk)
-        if total > max_bytes:
-            return None
 
 
 def parse(text: str, source: str) -> Document:
@@ -195,8 +156,8 @@ def parse(text: str, source: str) -> Document:
         return Document(source, [_from_object(data, text, source)])
     if not isinstance(data, list):
         raise _unknown_shape(source, f"a JSON {json_type(data)}")
-    start = _skip(text, 0)
-    values, parts, end = _scan_array(text, start)
+    start = skip(text, 0)
+    values, parts, end = scan_array(text, start)
     head, tail = text[: start + 1], text[end:]
     if values and _is_conversation(values[0]):
         conversations = [
@@ -240,8 +201,8 @@ def _conversation(value: object, text: str, source: str, name: str) -> Transcrip
             f"'messages' or 'traj', got {found}"
         )
         raise InputError(msg)
-    start = _skip(text, 0)
-    messages, parts, end = _scan_array(text, start)
+    start = skip(text, 0)
+    messages, parts, end = scan_array(text, start)
     return Transcript(
         source, "array", messages, parts=parts, head=text[: start + 1], tail=text[end:], name=name
     )
@@ -292,7 +253,7 @@ def _from_object(data: dict[str, Any], text: str, source: str, name: str = "") -
             )
             raise InputError(msg)
     start = _messages_value(text, member)
-    messages, parts, end = _scan_array(text, start)
+    messages, parts, end = scan_array(text, start)
     return Transcript(
         source,
         "object",
@@ -333,62 +294,13 @@ def _parse_jsonl(text: str, source: str) -> Document:
     return Document(source, [Transcript(source, "jsonl", values, lines=lines, parts=parts)])
 
 
-# The document is valid JSON (json.loads read it) when these scan it again for
-# where each message's text starts and ends.
-_decoder = json.JSONDecoder()
-_WHITESPACE = re.compile(r"[ \t\n\r]*")
-
-
-def _skip(text: str, index: int) -> int:
-    """The index of the first non-whitespace character from ``index``."""
-    match = _WHITESPACE.match(text, index)
-    return match.end() if match else index
-
-
-def _scan_array(text: str, start: int) -> tuple[list[Any], list[tuple[str, str, str]], int]:
-    """The values of the array at ``text[start]`` (a ``[``), each one's
-    (whitespace before, text, whitespace after), and the index of its ``]``."""
-    values: list[Any] = []
-    parts: list[tuple[str, str, str]] = []
-    after_separator = start + 1
-    index = _skip(text, after_separator)
-    if text[index] == "]":
-        return values, parts, index
-    while True:
-        value, end = _decoder.raw_decode(text, index)
-        separator = _skip(text, end)
-        values.append(value)
-        parts.append((text[after_separator:index], text[index:end], text[end:separator]))
-        if text[separator] == "]":
-            return values, parts, separator
-        after_separator = separator + 1
-        index = _skip(text, after_separator)
-
-
 def _messages_value(text: str, member: str) -> int:
     """Where the value of the object's last ``member`` starts (the one ``json.loads`` keeps)."""
-    span = _member_value(text, _skip(text, 0), member)
+    span = member_value(text, skip(text, 0), member)
     if span is None:
         msg = f"the document has no {member!r} member"
         raise InputError(msg)
     return span[0]
-
-
-def _member_value(text: str, start: int, name: str) -> tuple[int, int] | None:
-    """The span of the value of the last member ``name`` of the object at
-    ``text[start]`` (a ``{``), or None when it has no such member."""
-    index = _skip(text, start + 1)
-    found = None
-    while text[index] != "}":
-        key, end = _decoder.raw_decode(text, index)
-        value_start = _skip(text, _skip(text, end) + 1)  # past the ':'
-        _, value_end = _decoder.raw_decode(text, value_start)
-        if key == name:
-            found = (value_start, value_end)
-        index = _skip(text, value_end)
-        if text[index] == ",":
-            index = _skip(text, index + 1)
-    return found
 
 
 def _too_deep(where: str) -> InputError:
@@ -456,7 +368,7 @@ def _replace_content(part: tuple[str, str, str], content: Any) -> tuple[str, str
     before, text, after = part
     # Non-ASCII as UTF-8; controls, lone surrogates and bidi formatting as escapes.
     value = json_escaped(json.dumps(content, ensure_ascii=False))
-    span = _member_value(text, 0, "content")
+    span = member_value(text, 0, "content")
     if span is None:  # OpenAI may omit content beside tool calls
         close = text.rindex("}")
         separator = ", " if text[1:close].strip() else ""
@@ -465,26 +377,3 @@ def _replace_content(part: tuple[str, str, str], content: Any) -> tuple[str, str
         start, end = span
         text = text[:start] + value + text[end:]
     return before, text, after
-
-
-def write(text: str) -> None:
-    """UTF-8 to stdout whatever the locale: JSON is UTF-8 (RFC 8259)."""
-    stream = sys.stdout
-    buffer = getattr(stream, "buffer", None)
-    if buffer is None:
-        stream.write(text)
-        return
-    stream.flush()
-    data = memoryview(text.encode("utf-8"))
-    try:
-        while data:  # a pipe may take part of it, then fail on the rest: never lose the error
-            written = buffer.write(data)
-            if not written:
-                raise OSError(errno.EIO, "nothing written")  # noqa: TRY301 - worded below
-            data = data[written:]
-        buffer.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as error:
-        msg = f"cannot write to stdout: {error.strerror or error}"
-        raise OSError(msg) from error
