@@ -39,7 +39,7 @@ __all__ = ["TIMED_CALLS", "middleware"]
 #: The model calls timed per sample: the last ones of the loop, on histories
 #: just under the scenario's size (the earlier calls run first, untimed).
 TIMED_CALLS: Final = 20
-#: The default-counter middleware's budget: README's example.
+#: The default-counter middleware's budget: the agents guide's example.
 DEFAULT_BUDGET: Final = 100_000
 #: SummarizationMiddleware's trigger: far above any history here, so it never fires.
 NEVER: Final = 10**12

@@ -1,9 +1,10 @@
-"""``python -m benchmarks.readme``: write the README's benchmark tables from results.
+"""``python -m benchmarks.readme``: write the documentation's benchmark tables from results.
 
 Each input's newest complete run in ``benchmarks/results`` (every scenario
 ran; partial ``--only`` runs are ignored) fills the tables between their
-markers in README.md, so no figure there is typed by hand. ``make bench``
-runs the inputs and then this.
+markers in README.md and the pages of ``docs/`` (each block in exactly one
+of them), so no figure there is typed by hand. ``make bench`` runs the
+inputs and then this.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from typing import Any, Final
 from benchmarks.cli import QUALITY
 from benchmarks.report import show_figure
 
-__all__ = ["INPUTS", "main", "render", "replace_between"]
+__all__ = ["INPUTS", "PAGES", "main", "page_of", "render", "replace_between"]
 
-README: Final = Path(__file__).resolve().parent.parent / "README.md"
+ROOT: Final = Path(__file__).resolve().parent.parent
+#: Where the marked blocks may be: the README and every documentation page.
+PAGES: Final = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
 RESULTS: Final = Path(__file__).resolve().parent / "results"
 #: Each input's column heading, and how its runs are recognised by their input label.
 INPUTS: Final[tuple[tuple[str, Callable[[str], bool]], ...]] = (
@@ -134,11 +137,25 @@ def replace_between(text: str, name: str, body: str) -> str:
     ``<!-- /bench:NAME -->`` replaced by ``body``."""
     start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
     if text.count(start) != 1 or text.count(end) != 1:
-        msg = f"README.md needs exactly one {start} ... {end} block"
+        msg = f"the page needs exactly one {start} ... {end} block"
         raise ValueError(msg)
     before, rest = text.split(start)
     _, after = rest.split(end)
     return f"{before}{start}\n{body}\n{end}{after}"
+
+
+def _shown(page: Path) -> str:
+    return str(page.relative_to(ROOT) if page.is_relative_to(ROOT) else page)
+
+
+def page_of(name: str, pages: Sequence[Path] = PAGES) -> Path:
+    """The one page that holds block ``name``'s opening marker."""
+    found = [p for p in pages if f"<!-- bench:{name} -->" in p.read_text(encoding="utf-8")]
+    if len(found) != 1:
+        shown = ", ".join(map(_shown, found)) or "none"
+        msg = f"<!-- bench:{name} --> must be in exactly one page, found in: {shown}"
+        raise ValueError(msg)
+    return found[0]
 
 
 def main() -> int:
@@ -149,13 +166,17 @@ def main() -> int:
     if not any(documents):
         print("no full benchmark run in benchmarks/results: run `make bench`")
         return 1
-    text = README.read_text(encoding="utf-8")
+    written: dict[Path, str] = {}
     for name, body in render(documents, quality).items():
-        text = replace_between(text, name, body)
-    README.write_text(text, encoding="utf-8")
+        page = page_of(name)
+        text = written.get(page, page.read_text(encoding="utf-8"))
+        written[page] = replace_between(text, name, body)
+    for page, text in written.items():
+        page.write_text(text, encoding="utf-8")
     names = [name for name, _ in INPUTS]
     ran = [f"{n} ({'run' if d else 'not run'})" for n, d in zip(names, documents, strict=True)]
-    print("README.md: benchmark tables rewritten from", ", ".join(ran))
+    shown = ", ".join(map(_shown, written))
+    print(f"{shown}: benchmark tables rewritten from", ", ".join(ran))
     return 0
 
 

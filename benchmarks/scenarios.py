@@ -296,7 +296,7 @@ def _encoded_share(exact: ExactInput) -> str:
 
 
 def agent_loop(settings: Settings) -> list[Row]:
-    """Whole loops, each repeat with fresh messages and a fresh trimmer (see the README)."""
+    """Whole loops, each repeat with fresh messages and a fresh trimmer (see docs/benchmarks.md)."""
     exact = exact_input(settings, settings.size(200, 60))
     base = exact.base
     steps = assistant_steps(base)

@@ -1,6 +1,7 @@
 """What OpenAI Chat, OpenAI Responses and Anthropic require of a request, as a validator.
 
-The README's "Requests every provider accepts" lists the same rules. Two levels:
+The guide "Requests every provider accepts" (docs/guides/providers.md) lists the
+same rules. Two levels:
 
 * ``check_request(sent, history)``: the message objects a trim sends,
   against the history they came from (rules R1-R7 below);

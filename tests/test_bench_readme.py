@@ -1,4 +1,4 @@
-"""The README's benchmark tables are written from results, between markers."""
+"""The documentation's benchmark tables are written from results, between markers."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ from typing import Any
 import pytest
 
 from benchmarks.cli import QUALITY
-from benchmarks.readme import INPUTS, render, replace_between
-
-README = Path(__file__).resolve().parent.parent / "README.md"
+from benchmarks.readme import INPUTS, PAGES, page_of, render, replace_between
 
 
 def row(scenario: str, comparison: str, target: str, ratio: float | None, status: str) -> Any:
@@ -34,11 +32,23 @@ def document(*rows: Any) -> Any:
     }
 
 
-def test_every_block_has_one_pair_of_markers_in_the_readme() -> None:
-    text = README.read_text(encoding="utf-8")
-    block = "\x00block\x00"  # in no README
+def test_every_block_has_one_pair_of_markers_in_one_page() -> None:
+    block = "\x00block\x00"  # in no page
     for name in ("performance", "scaling", *QUALITY):
+        text = page_of(name).read_text(encoding="utf-8")
         assert replace_between(text, name, block).count(block) == 1
+
+
+def test_a_block_in_two_pages_or_none_is_an_error(tmp_path: Path) -> None:
+    pages = [tmp_path / "a.md", tmp_path / "b.md"]
+    for page in pages:
+        page.write_text("<!-- bench:scaling -->\n<!-- /bench:scaling -->\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"exactly one page, found in: .*a\.md, .*b\.md"):
+        page_of("scaling", pages)
+    with pytest.raises(ValueError, match="found in: none"):
+        page_of("performance", pages)
+    assert page_of("scaling", pages[:1]) == pages[0]
+    assert PAGES[0].name == "README.md"
 
 
 def test_figures_carry_their_target_and_whether_it_was_met() -> None:

@@ -10,7 +10,6 @@ import math
 import operator
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -866,20 +865,6 @@ def test_results_cleared_before_a_drop_are_given_back_when_room_allows() -> None
     # Cleared on the way, given back intact once the first step was dropped.
     assert report.kept == [history[0], history[1], history[4], history[5]]
     assert count_tokens_approximately(report.kept) <= 700
-
-
-def test_the_readme_compaction_example_prints_what_it_says(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    start = readme.index('history = [SystemMessage("You are a support agent.")')
-    code = readme[
-        readme.rindex("```python", 0, start) + len("```python") : readme.index("```", start)
-    ]
-    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the README's own example
-    printed = capsys.readouterr().out.splitlines()
-    expected = [line.split("  # ", 1)[1] for line in code.splitlines() if line.startswith("print(")]
-    assert printed == expected
 
 
 def test_a_small_excess_is_cut_from_the_largest_message_not_paid_with_a_whole_step() -> None:

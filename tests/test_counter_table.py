@@ -1,4 +1,4 @@
-"""Every row of the README's counter table is a setup that works: built, then trimmed with.
+"""Every row of the counting guide's counter table is a setup that works: built, then trimmed with.
 
 A row added to the table without a case here fails the test; so does a case
 whose setup no longer works.
@@ -26,7 +26,7 @@ from langchain_turntrim import (
     per_message,
 )
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guides" / "counting.md"
 
 
 @tool
@@ -91,7 +91,7 @@ ROWS: dict[str, list[Callable[[], Any]]] = {
 
 
 def table_rows() -> list[str]:
-    text = README.read_text(encoding="utf-8")
+    text = GUIDE.read_text(encoding="utf-8")
     start = text.index("| `token_counter=` | counts with |")
     table = text[start:].split("\n\n", 1)[0].splitlines()
     return [row for row in table[2:] if row.startswith("|")]
@@ -139,4 +139,4 @@ def test_a_table_row_never_names_a_setup_that_fails() -> None:
     assert not any("deepseek" in row for row in table_rows())
     with pytest.raises(ValueError, match="CalibratedCounter"):
         TurnTrimmer(max_tokens=200, token_counter=model)
-    assert "A chat model that cannot count is refused" in README.read_text(encoding="utf-8")
+    assert "A chat model that cannot count is refused" in GUIDE.read_text(encoding="utf-8")

@@ -22,7 +22,8 @@ NEEDED = (
     "CHANGELOG.md",
     "LICENSE",
     "tests/conftest.py",
-    "tests/test_readme.py",
+    "tests/test_docs.py",
+    "docs/guides/counting.md",
     "examples/quickstart.py",
     "langchain_turntrim/_cli/sample_conversation.json",
     "langchain_turntrim/py.typed",
@@ -62,7 +63,7 @@ def _pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_tests_run_from_the_sdist(sdist: Path) -> None:
-    done = _pytest(sdist, "tests/test_readme.py")
+    done = _pytest(sdist, "tests/test_docs.py")
     assert done.returncode == 0, done.stdout + done.stderr
     collected = _pytest(sdist, "--collect-only")
     assert collected.returncode == 0, collected.stdout + collected.stderr

@@ -217,7 +217,7 @@ class TiktokenCounter(AdditiveCounter):
     def count_tools(self, tools: Sequence[Any]) -> int:
         """What ``tools`` (LangChain tools, OpenAI tool dicts, pydantic models,
         functions) add to a request's ``prompt_tokens``: the OpenAI cookbook's
-        rendering, extended to nested schemas (see the README); 0 for none."""
+        rendering, extended to nested schemas (see the counting guide); 0 for none."""
         return tools_tokens(check_tools(tools), self._encode, self._tools)
 
     @property

@@ -8,7 +8,7 @@ tiktoken" (function calling): per function ``func_init`` and the tokens of
 Trailing periods of descriptions are dropped. The cookbook stops at flat
 properties; nested objects, arrays, ``anyOf``/``oneOf``, type lists and
 defaults are priced by the same per-property rule applied to what they hold
-(an estimate, documented in the README).
+(an estimate, documented in the counting guide).
 """
 
 from __future__ import annotations
