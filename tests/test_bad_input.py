@@ -49,6 +49,7 @@ from langchain_turntrim import (
 from langchain_turntrim._cache_timing import CacheClock
 from langchain_turntrim._cli import main
 from langchain_turntrim._counting import CachedCounter, resolve_counter
+from langchain_turntrim._counting.openai.models import UnknownModelError
 from tests.helpers import arun, rec, snapshot
 
 #: The expected outcome of a command-line case: exit status 2.
@@ -851,7 +852,7 @@ def _construction_cases() -> list[Any]:
         p(
             lambda h: TiktokenCounter(BrokenReprStr("gpt4o")),
             None,
-            ValueError,
+            UnknownModelError,  # a ValueError
             "unknown OpenAI model <BrokenReprStr object (its repr failed)>",
             "TiktokenCounter-unknown-model-with-broken-repr",
         ),
@@ -1333,7 +1334,7 @@ CASES = [
     p(
         lambda h: TiktokenCounter("gpt4o"),
         None,
-        ValueError,
+        UnknownModelError,  # a ValueError
         "unknown OpenAI model 'gpt4o' (closest known: 'gpt-4o'",
         "TiktokenCounter-unknown-model",
     ),
@@ -1694,6 +1695,13 @@ CASES = [
         EXIT_2,
         "--token-counter tiktoken: needs a model or an encoding",
         "cli-tiktoken-without-name",
+    ),
+    p(
+        cli("--max-tokens", "10", "--counter", "tiktoken:gpt4o"),
+        [{"role": "user", "content": "hi", "id": "u1"}],
+        EXIT_2,
+        "for any other model name its encoding instead, e.g. --token-counter tiktoken:o200k_base",
+        "cli-tiktoken-unknown-model",
     ),
     p(
         cli("--max-tokens", "10"),

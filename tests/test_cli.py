@@ -461,6 +461,17 @@ def test_gpt2_is_never_offered_for_a_misspelt_name(tmp_path, capsys, typo):
     assert "'gpt-2'" not in err
 
 
+@pytest.mark.parametrize("command", ["trim", "report"])
+def test_an_unknown_model_gets_command_line_advice_not_a_python_call(tmp_path, capsys, command):
+    path = write_json(tmp_path, "c.json", CHAT)
+    code, out, err = run(
+        capsys, command, path, "--max-tokens", "100", "--token-counter", "tiktoken:gpt4o"
+    )
+    assert_one_error_line(code, out, err, "unknown OpenAI model 'gpt4o' (closest known: 'gpt-4o'")
+    assert "e.g. --token-counter tiktoken:o200k_base" in err
+    assert "TiktokenCounter(" not in err
+
+
 # -- report and demo ------------------------------------------------------------------------
 
 

@@ -28,6 +28,7 @@ from langchain_turntrim._counting.openai.encodings import (
     EncodingUnavailableError,
     downloads_forbidden,
 )
+from langchain_turntrim._counting.openai.models import UnknownModelError
 from langchain_turntrim._options import DEFAULT_KEEP_TOOL_RESULTS, OnOverflow, TrimOptions
 from langchain_turntrim._pipeline import Planner
 from langchain_turntrim._report import TrimReport
@@ -137,6 +138,8 @@ def choose_counter(spec: str) -> CounterChoice:
         counter = tiktoken_shortcut(spec)
     except EncodingUnavailableError as error:
         raise InputError(_advice(error)) from error
+    except UnknownModelError as error:
+        raise InputError(error.for_command_line()) from error
     encoding = getattr(counter, "encoding", None)
     label = spec.strip() + (f" ({encoding.name})" if encoding is not None else "")
     return CounterChoice(label, counter)
@@ -151,6 +154,8 @@ def plain_counter(spec: str) -> PlainCounter | None:
         return PlainCounter.of(spec.partition(":")[2])
     except EncodingUnavailableError as error:
         raise InputError(_advice(error)) from error
+    except UnknownModelError as error:
+        raise InputError(error.for_command_line()) from error
 
 
 def _advice(error: EncodingUnavailableError) -> str:

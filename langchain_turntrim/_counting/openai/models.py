@@ -10,10 +10,31 @@ import tiktoken.model
 
 from langchain_turntrim._safe_repr import safe_repr
 
-__all__ = ["O200K_PREFIXES", "encoding_name_for_model"]
+__all__ = ["O200K_PREFIXES", "UnknownModelError", "encoding_name_for_model"]
 
 #: Prefixes ChatOpenAI maps to ``o200k_base`` when tiktoken does not know the name.
 O200K_PREFIXES: Final = ("gpt-4o", "gpt-4.1", "gpt-5", "gpt-6")
+
+
+class UnknownModelError(ValueError):
+    """A model name no rule maps to an encoding; ``closest`` holds the known
+    names it resembles, so the command line can give its own advice."""
+
+    def __init__(self, model: str, closest: list[str]) -> None:
+        self.model = model
+        self.closest = closest
+        super().__init__(
+            f"{_unknown(model, closest)}. TiktokenCounter knows the models tiktoken maps, "
+            f"{_known_rules()}; for any other model pass its encoding instead, e.g. "
+            "TiktokenCounter(encoding='o200k_base')."
+        )
+
+    def for_command_line(self) -> str:
+        return (
+            f"{_unknown(self.model, self.closest)}; tiktoken:MODEL takes the models tiktoken "
+            f"maps, {_known_rules()}; for any other model name its encoding instead, e.g. "
+            "--token-counter tiktoken:o200k_base"
+        )
 
 
 def encoding_name_for_model(model: str) -> str:
@@ -33,7 +54,8 @@ def encoding_name_for_model(model: str) -> str:
                 return encoding_name_for_model(base)
             except ValueError:
                 pass
-    raise ValueError(_unknown_model_message(model))
+    close = difflib.get_close_matches(model.lower(), _known_model_names(), n=3, cutoff=0.6)
+    raise UnknownModelError(model, close)
 
 
 def _known_model_names() -> list[str]:
@@ -44,12 +66,10 @@ def _known_model_names() -> list[str]:
     return sorted({*exact, *prefixes, *O200K_PREFIXES})
 
 
-def _unknown_model_message(model: str) -> str:
-    close = difflib.get_close_matches(model.lower(), _known_model_names(), n=3, cutoff=0.6)
-    hint = f" (closest known: {', '.join(map(repr, close))})" if close else ""
-    return (
-        f"unknown OpenAI model {safe_repr(model, 80)}{hint}. TiktokenCounter knows the models "
-        f"tiktoken maps, names starting with {', '.join(O200K_PREFIXES)}, and 'ft:' fine-tunes of "
-        "those; for any other model pass its encoding instead, e.g. "
-        "TiktokenCounter(encoding='o200k_base')."
-    )
+def _unknown(model: str, closest: list[str]) -> str:
+    hint = f" (closest known: {', '.join(map(repr, closest))})" if closest else ""
+    return f"unknown OpenAI model {safe_repr(model, 80)}{hint}"
+
+
+def _known_rules() -> str:
+    return f"names starting with {', '.join(O200K_PREFIXES)}, and 'ft:' fine-tunes of those"
