@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import math
-import statistics
 import threading
 from collections import deque
 from collections.abc import Sequence
@@ -23,7 +22,7 @@ from langchain_turntrim._core import check_count
 from langchain_turntrim._counting.additive import AdditiveCounter, checked_counts
 from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.cache import CachedCounter
-from langchain_turntrim._counting.least_squares import robust_fit
+from langchain_turntrim._counting.least_squares import Window, robust_fit
 from langchain_turntrim._counting.protocol import TokenCounter, refuse_class
 from langchain_turntrim._counting.tools import check_tools
 from langchain_turntrim._safe_repr import safe_repr
@@ -118,7 +117,8 @@ class CalibratedCounter(AdditiveCounter):
             raise ValueError(msg)
         self.max_margin = float(margin)
         self._lock = threading.Lock()
-        self._seen: deque[tuple[float, int, int]] = deque(maxlen=WINDOW)
+        #: The observations the fit is made on, with what each refit starts from.
+        self._window = Window(WINDOW)
         #: The relative errors of the newest calls, against the fit before each.
         self._errors: deque[float] = deque(maxlen=SHIFT_CALLS)
         #: Calls observed since the fit (re)started: the warm-up margin holds until ``warmup``.
@@ -184,21 +184,20 @@ class CalibratedCounter(AdditiveCounter):
         reported = round(input_tokens)
         with self._lock:
             state = self._state
-            if len(self._seen) >= 3:  # noqa: PLR2004 - a fit to be off from
+            window = self._window
+            if len(window) >= 3:  # noqa: PLR2004 - a fit to be off from
                 fitted = _estimate(state._replace(margin=0.0), base, len(messages))
                 self._errors.append(reported / fitted - 1 if fitted else 0.0)
-            self._seen.append((float(base), len(messages), reported))
+            window.append(float(base), len(messages), reported)
             if _shifted(self._errors):
                 # The newest calls alone: the older ones describe what no longer holds.
-                recent = list(self._seen)[-SHIFT_CALLS:]
-                self._seen.clear()
-                self._seen.extend(recent)
+                window.keep_newest(SHIFT_CALLS)
                 self._errors.clear()
                 self._since = SHIFT_CALLS - 1
                 logger.debug("CalibratedCounter: the provider's count shifted; refitting")
             self._since += 1
             self._state = _fit(
-                list(self._seen),
+                window,
                 state.observations + 1,
                 settled=self._since >= self.warmup,
                 max_margin=self.max_margin,
@@ -249,6 +248,8 @@ class CalibratedCounter(AdditiveCounter):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        if "_seen" in state:  # pickled before the window kept its sums
+            state["_window"] = Window(WINDOW, state.pop("_seen"))
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
@@ -327,25 +328,19 @@ def _estimate(state: Calibration, base: float, n: int) -> int:
     return max(0, math.ceil(fitted * (1 + state.margin)))
 
 
-def _fit(
-    seen: list[tuple[float, int, int]], observations: int, *, settled: bool, max_margin: float
-) -> Calibration:
-    """The Huber-weighted fit of ``reported ≈ a * base + b * n + c`` over ``seen``."""
-    ratios = [y / x for x, _, y in seen if x > 0]
-    prior = statistics.median(ratios) if ratios else 1.0
+def _fit(window: Window, observations: int, *, settled: bool, max_margin: float) -> Calibration:
+    """The Huber-weighted fit of ``reported ≈ a * base + b * n + c`` over ``window``."""
+    prior = window.prior()
     a, b, c = prior, 0.0, 0.0
-    if len(seen) >= 3:  # noqa: PLR2004 - three parameters
-        a, b, c = robust_fit(seen, prior, intercept=True)
+    if len(window) >= 3:  # noqa: PLR2004 - three parameters
+        a, b, c = robust_fit(window, prior, intercept=True)
         if c < 0:  # a negative constant cannot be planned with: fit without one
-            a, b, c = robust_fit(seen, prior, intercept=False)
+            a, b, c = robust_fit(window, prior, intercept=False)
         if a <= 0:
             a, b, c = prior, 0.0, 0.0
     margin = max_margin
     if settled:
-        worst = 0.0
-        for x, n, y in seen:
-            fitted = a * x + b * n + c
-            if fitted > 0:
-                worst = max(worst, y / fitted - 1)
-        margin = min(max_margin, worst)
+        fits = [a * x + b * n + c for x, n in zip(window.xs, window.ns, strict=True)]
+        worst = max([y / f - 1 for f, y in zip(fits, window.ys, strict=True) if f > 0], default=0.0)
+        margin = min(max_margin, max(0.0, worst))
     return Calibration(a, b, c, margin, observations)
