@@ -4,15 +4,17 @@ The spec's cut reads the pinned messages, then the newest turns back to the
 first one that does not fit (and, for ``start_moved``, as far back as the
 previous model call's cut). The older turns only make ``tokens_before`` and
 ``growth``, figures a plan computes when they are read. So a history no
-planner remembers (a cold trim) is counted from its end, in chunks that
-grow by half, and the rest only if a figure that needs it is read.
+planner remembers (a cold trim) is counted from its end, in chunks of
+about what the budget still takes at the average count so far, and the
+rest only if a figure that needs it is read.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
-from itertools import compress
+from itertools import accumulate, compress
+from operator import sub
 from typing import Final, overload
 
 from langchain_turntrim._core.grouping import Grouping
@@ -27,29 +29,31 @@ CountAt = Callable[[Sequence[int]], list[int]]
 _IS_PINNED: Final = frozenset((PINNED, ANCHOR)).__contains__
 _IS_START: Final = frozenset((START, ANCHOR)).__contains__
 _NOT_PINNED: Final = frozenset((START, CONTINUE, REPLY)).__contains__
-#: The first chunk counted from the end, in messages; each next one is half what is
-#: counted (so at most a third of what is counted was not needed).
+#: The fewest messages counted at a time from the end (the first chunk).
 _FIRST_CHUNK: Final = 64
+#: Counted beyond what the room left takes at the average so far: about the
+#: turn that crosses the budget, which the plan reads whole.
+_MARGIN: Final = 16
 
 
 class _Tail:
     """The count of each message that is not pinned (0 for a pinned one), from
-    ``start`` to the end: extended towards the oldest message in chunks that
-    grow by half."""
+    ``start`` to the end: extended towards the oldest message in chunks of
+    about what the budget's ``room`` still needs, at the counts' average so far."""
 
-    __slots__ = ("costs", "count", "kinds", "start")
+    __slots__ = ("costs", "count", "kinds", "room", "start", "total")
 
-    def __init__(self, kinds: Sequence[int], count: CountAt) -> None:
-        self.kinds, self.count = kinds, count
+    def __init__(self, kinds: Sequence[int], count: CountAt, room: int) -> None:
+        self.kinds, self.count, self.room = kinds, count, room
         self.start = len(kinds)
         self.costs: list[int] = []
+        self.total = 0
 
     def reach(self, index: int) -> None:
         """Count back to ``index`` at least."""
         if index >= self.start:
             return
-        chunk = max(_FIRST_CHUNK, len(self.costs) // 2)
-        start = max(0, min(index, self.start - chunk))
+        start = max(0, min(index, self.start - self._chunk()))
         unpinned = list(
             compress(range(start, self.start), map(_NOT_PINNED, self.kinds[start : self.start]))
         )
@@ -58,6 +62,19 @@ class _Tail:
             costs[i - start] = cost
         self.costs[:0] = costs
         self.start = start
+        self.total += sum(costs)
+
+    def _chunk(self) -> int:
+        """How many messages to count next: what the room left takes at the
+        average count so far (and a little more, for the turn that crosses
+        the budget), at least ``_FIRST_CHUNK``; half of what is counted when
+        nothing counted costs anything."""
+        if not self.total:
+            return max(_FIRST_CHUNK, len(self.costs) // 2)
+        left = self.room - self.total
+        if left <= 0:  # the budget is spent: only a turn's start is looked for
+            return _FIRST_CHUNK
+        return max(_FIRST_CHUNK, left * len(self.costs) // self.total + _MARGIN)
 
     def sum(self, start: int, end: int) -> int:
         """The tokens of the messages from ``start`` to ``end`` that are not pinned."""
@@ -66,14 +83,17 @@ class _Tail:
 
 
 class _TurnCosts(Sequence[int]):
-    """Each turn's tokens, counted when first read (the newest first, as a
-    plan reads them)."""
+    """Each turn's tokens, read newest first as a plan reads them: a turn
+    not counted yet has the tail counted back to it, and then every turn
+    counted whole gets its cost at once (prefix sums)."""
 
-    __slots__ = ("_found", "size", "starts", "tail")
+    __slots__ = ("_filled", "_found", "size", "starts", "tail")
 
     def __init__(self, starts: list[int], size: int, tail: _Tail) -> None:
         self.starts, self.tail, self.size = starts, tail, size
         self._found: list[int | None] = [None] * len(starts)
+        #: The turns from this one on have their cost in ``_found``.
+        self._filled = len(starts)
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -87,16 +107,28 @@ class _TurnCosts(Sequence[int]):
     def __getitem__(self, index: int | slice) -> int | list[int]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        turn = range(len(self))[index]
-        found = self._found[turn]
+        found = self._found[index]
         if found is None:
-            starts = self.starts
-            end = starts[turn + 1] if turn + 1 < len(starts) else self.size
-            found = self._found[turn] = self.tail.sum(starts[turn], end)
-        return found
+            turn = range(len(self.starts))[index]
+            self._fill(turn)
+            found = self._found[turn]
+        return found  # type: ignore[return-value]
 
     def __iter__(self) -> Iterator[int]:
         return (self[i] for i in range(len(self)))
+
+    def _fill(self, turn: int) -> None:
+        """Count back to ``turn`` and find the cost of every turn counted whole."""
+        starts, tail = self.starts, self.tail
+        tail.reach(starts[turn])
+        base, filled = tail.start, self._filled
+        first = bisect_left(starts, base, 0, filled)
+        end = starts[filled] if filled < len(starts) else self.size
+        sums = list(accumulate(tail.costs[: end - base], initial=0))
+        bounds = [sums[start - base] for start in starts[first:filled]]
+        bounds.append(sums[end - base])
+        self._found[first:filled] = map(sub, bounds[1:], bounds[:-1])
+        self._filled = first
 
 
 def plan_newest(
@@ -110,7 +142,7 @@ def plan_newest(
     starts = list(compress(range(size), map(_IS_START, kinds)))
     pinned_costs = count(pinned) if pinned else []
     system = sum(pinned_costs)
-    tail = _Tail(kinds, count)
+    tail = _Tail(kinds, count, max_tokens - system - overhead)
     turn_costs = _TurnCosts(starts, size, tail)
     previous = None
     if REPLY in kinds:
