@@ -12,7 +12,7 @@ INSTALLED_MIN := $(VENV_MIN)/.installed
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[cli,agents,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[cli,agents,dev,docs]'
 	touch $@
 
 demo: $(INSTALLED)
