@@ -6,6 +6,9 @@ INSTALLED := $(VENV)/.installed
 # `make test-min`: the lowest versions pyproject.toml declares, in their own venv.
 VENV_MIN := .venv-min
 INSTALLED_MIN := $(VENV_MIN)/.installed
+# `make demo`: only what `turntrim demo` needs (the package and rich).
+VENV_DEMO := .venv-demo
+INSTALLED_DEMO := $(VENV_DEMO)/.installed
 # `make docs` builds the site here.
 SITE := site
 
@@ -17,8 +20,14 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[cli,agents,dev,docs]'
 	touch $@
 
-demo: $(INSTALLED)
-	$(BIN)/turntrim demo
+$(INSTALLED_DEMO): pyproject.toml
+	$(PYTHON) -m venv $(VENV_DEMO)
+	$(VENV_DEMO)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV_DEMO)/bin/python -m pip install --quiet -e '.[cli]'
+	touch $@
+
+demo: $(INSTALLED_DEMO)
+	$(VENV_DEMO)/bin/turntrim demo
 
 # The documentation site; --strict fails on any warning (a broken link or anchor,
 # a page left out of the nav, a docstring mkdocstrings cannot read). The variable
@@ -73,4 +82,4 @@ mutation: $(INSTALLED)
 	$(BIN)/mutmut results
 
 clean:
-	rm -rf $(VENV) $(VENV_MIN) $(SITE) .mypy_cache .ruff_cache .hypothesis mutants
+	rm -rf $(VENV) $(VENV_MIN) $(VENV_DEMO) $(SITE) .mypy_cache .ruff_cache .hypothesis mutants
