@@ -6,17 +6,40 @@ INSTALLED := $(VENV)/.installed
 # `make test-min`: the lowest versions pyproject.toml declares, in their own venv.
 VENV_MIN := .venv-min
 INSTALLED_MIN := $(VENV_MIN)/.installed
+# `make demo`: only what `turntrim demo` needs (the package and rich).
+VENV_DEMO := .venv-demo
+INSTALLED_DEMO := $(VENV_DEMO)/.installed
+# `make docs` builds the site here.
+SITE := site
+# `make test-pythons`: the suite on the oldest and the newest Python supported,
+# each in a venv of its own (.venv-3.10, .venv-3.13), from these interpreters.
+PYTHONS := 3.10 3.13
+PYTHON_3.10 ?= python3.10
+PYTHON_3.13 ?= python3.13
 
-.PHONY: test test-min demo lint format typecheck mutation bench clean
+.PHONY: test test-min test-pythons docs demo lint format typecheck mutation bench clean
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[cli,agents,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[cli,agents,dev,docs]'
 	touch $@
 
-demo: $(INSTALLED)
-	$(BIN)/turntrim demo
+$(INSTALLED_DEMO): pyproject.toml
+	$(PYTHON) -m venv $(VENV_DEMO)
+	$(VENV_DEMO)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV_DEMO)/bin/python -m pip install --quiet -e '.[cli]'
+	touch $@
+
+demo: $(INSTALLED_DEMO)
+	$(VENV_DEMO)/bin/turntrim demo
+
+# The documentation site; --strict fails on any warning (a broken link or anchor,
+# a page left out of the nav, a docstring mkdocstrings cannot read). The variable
+# silences Material's notice about its own end of life, which is not a warning
+# about these docs.
+docs: $(INSTALLED)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(SITE)
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
@@ -47,6 +70,26 @@ test-min: $(INSTALLED_MIN)
 		| grep -Ei '^(langchain|langchain-core|langchain-openai|langchain-anthropic|langgraph|tiktoken|rich|pytest|hypothesis) '
 	$(VENV_MIN)/bin/pytest
 
+# pyenv's shims run only the versions selected; let them find every installed
+# one (the selected first, so python3 stays what it was).
+ifneq ($(shell command -v pyenv 2>/dev/null),)
+.venv-%/.installed: export PYENV_VERSION ?= $(shell pyenv version-name):$(shell pyenv versions --bare | paste -sd: -)
+endif
+# The venvs outlive the run (make would delete what a pattern rule made).
+.PRECIOUS: .venv-%/.installed
+.venv-%/.installed: pyproject.toml
+	$(PYTHON_$*) -m venv .venv-$*
+	.venv-$*/bin/python -m pip install --quiet --upgrade pip
+	.venv-$*/bin/python -m pip install --quiet -e '.[cli,agents,dev]'
+	touch $@
+
+# Lint and typecheck are the same on every Python: `make test` runs them once.
+test-python-%: .venv-%/.installed
+	.venv-$*/bin/python --version
+	.venv-$*/bin/pytest
+
+test-pythons: $(addprefix test-python-,$(PYTHONS))
+
 # Speed, as ratios measured side by side with trim_messages (not part of `make test`):
 # every scenario on the seeded generator, then the timing ones on recorded τ-bench
 # conversations when they are beside the checkout (the quality scenarios read
@@ -64,4 +107,4 @@ mutation: $(INSTALLED)
 	$(BIN)/mutmut results
 
 clean:
-	rm -rf $(VENV) $(VENV_MIN) .mypy_cache .ruff_cache .hypothesis mutants
+	rm -rf $(VENV) $(VENV_MIN) $(VENV_DEMO) $(addprefix .venv-,$(PYTHONS)) $(SITE) .mypy_cache .ruff_cache .hypothesis mutants

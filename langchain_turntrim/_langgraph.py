@@ -65,11 +65,12 @@ def trim_update(
     model node decides what to send (``on_overflow="compact"`` compacts it for
     the call; ``"raise"`` makes this node raise ``TurnTrimOverflowError``).
 
-    >>> from langchain_core.messages import AIMessage, HumanMessage
-    >>> from langchain_turntrim import TurnTrimmer
-    >>> history = [HumanMessage("a" * 40, id="h1"), AIMessage("b" * 40, id="a1"),
-    ...            HumanMessage("hi", id="h2")]
-    >>> [m.id for m in trim_update(history, TurnTrimmer(max_tokens=10))["messages"]]
-    ['h1', 'a1']
+    Examples:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> from langchain_turntrim import TurnTrimmer
+        >>> history = [HumanMessage("a" * 40, id="h1"), AIMessage("b" * 40, id="a1"),
+        ...            HumanMessage("hi", id="h2")]
+        >>> [m.id for m in trim_update(history, TurnTrimmer(max_tokens=10))["messages"]]
+        ['h1', 'a1']
     """
     return {key: removals(trimmer.trim_with_report(messages))}

@@ -90,6 +90,8 @@ class TurnTrimMiddleware(_Base):
         max_tokens: The budget for everything the model is sent, as the counter
             counts it: the request's system message (``create_agent``'s
             ``system_prompt``), the bound tools' schemas and the kept messages.
+
+    Keyword Args:
         token_counter: As for ``TurnTrimmer``: ``"approximate"``,
             ``"tiktoken:MODEL"``, a ``TokenCounter`` such as
             ``TiktokenCounter("gpt-4o")``, a chat model, or a function.

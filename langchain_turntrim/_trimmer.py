@@ -53,6 +53,8 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
     Args:
         max_tokens: The budget for the whole kept list, as the counter counts
             it (per-request constants included once).
+
+    Keyword Args:
         token_counter: ``"approximate"`` (LangChain's
             ``count_tokens_approximately``), a ``TokenCounter`` such as
             ``TiktokenCounter("gpt-4o")``, a chat model, or a function (see

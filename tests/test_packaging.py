@@ -13,11 +13,13 @@ import pytest
 from hatchling.builders.sdist import SdistBuilder
 
 ROOT = Path(__file__).resolve().parent.parent
-#: What `make test` and `make test-min` read, beside the package itself.
+#: What `make test`, `make test-min` and `make docs` read, beside the package itself.
 NEEDED = (
     "Makefile",
     ".ci/run",
     "pyproject.toml",
+    "mkdocs.yml",
+    "docs/reference.md",
     "README.md",
     "CHANGELOG.md",
     "LICENSE",

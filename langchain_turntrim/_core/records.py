@@ -139,14 +139,15 @@ def trim_history(
     Returns a new list of the original mapping objects in their original order;
     the input is never mutated.
 
-    >>> msgs = [
-    ...     {"id": "s0", "role": "system", "tokens": 20},
-    ...     {"id": "u1", "role": "user", "tokens": 30},
-    ...     {"id": "a1", "role": "assistant", "tokens": 30},
-    ...     {"id": "u2", "role": "user", "tokens": 25},
-    ...     {"id": "a2", "role": "assistant", "tokens": 25},
-    ... ]
-    >>> [m["id"] for m in trim_history(msgs, 100)]
-    ['s0', 'u2', 'a2']
+    Examples:
+        >>> msgs = [
+        ...     {"id": "s0", "role": "system", "tokens": 20},
+        ...     {"id": "u1", "role": "user", "tokens": 30},
+        ...     {"id": "a1", "role": "assistant", "tokens": 30},
+        ...     {"id": "u2", "role": "user", "tokens": 25},
+        ...     {"id": "a2", "role": "assistant", "tokens": 25},
+        ... ]
+        >>> [m["id"] for m in trim_history(msgs, 100)]
+        ['s0', 'u2', 'a2']
     """
     return plan_trim(messages, max_tokens, trim_to=trim_to).select(messages)
