@@ -93,7 +93,7 @@ test-pythons: $(addprefix test-python-,$(PYTHONS))
 # Speed, as ratios measured side by side with trim_messages (not part of `make test`):
 # every scenario on the seeded generator, then the timing ones on recorded τ-bench
 # conversations when they are beside the checkout (the quality scenarios read
-# their own recorded data whatever the input), then the README's tables.
+# their own recorded data whatever the input), then the documentation's tables.
 TAU_BENCH := ../shared/data/tau-bench-gpt4o-airline.json
 bench: $(INSTALLED)
 	$(BIN)/python -m benchmarks

@@ -104,3 +104,37 @@ def test_the_command_line_examples_run(tmp_path: Path) -> None:
         assert (done.returncode, done.stderr) == (0, ""), (name(page), line)
     assert json.loads((tmp_path / "trimmed.json").read_text()) == chat
     assert json.loads((tmp_path / "runs.json").read_text()) == runs
+
+
+def setup_lines() -> list[tuple[Path, str]]:
+    """The shell lines that are not run: installs, make targets, environment."""
+    return [
+        (page, line.split("  #", 1)[0].strip())
+        for page in PAGES
+        for block in blocks(page, "sh")
+        for line in block.splitlines()
+        if line and not line.startswith(("turntrim ", "cat "))
+    ]
+
+
+def test_the_setup_lines_name_what_exists() -> None:
+    """Each install names extras pyproject.toml declares, each make line a target
+    of the Makefile; nothing else is left unrun."""
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    declared = pyproject.split("[project.optional-dependencies]")[1]
+    extras = set(re.findall(r"^(\w+) = \[", declared, re.MULTILINE))
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    targets = set(re.findall(r"^([\w-]+):", makefile, re.MULTILINE))
+    seen = set()
+    for page, line in setup_lines():
+        if line.startswith("pip install -e "):
+            named = re.fullmatch(r"pip install -e '?\.(?:\[([\w,]+)\])?'?", line)
+            assert named, (name(page), line)
+            assert set(filter(None, (named[1] or "").split(","))) <= extras, (name(page), line)
+            seen.add("pip")
+        elif line.startswith("make "):
+            assert line.split()[1] in targets, (name(page), line)
+            seen.add("make")
+        else:
+            assert line.startswith("export TIKTOKEN_CACHE_DIR="), (name(page), line)
+    assert seen == {"pip", "make"}
