@@ -134,17 +134,6 @@ class Grouping:
             self.growth,
         )
 
-    def snapshot(self) -> Grouping:
-        """A copy that this grouping's later ``extend`` calls leave as it is
-        (its lists copied: O(n), in C)."""
-        other = Grouping()
-        other.size, other.system, other.orphan = self.size, self.system, self.orphan
-        other.current, other.previous, other.total = self.current, self.previous, self.total
-        other.starts, other.turn_costs = list(self.starts), list(self.turn_costs)
-        other.pinned, other.kinds = list(self.pinned), list(self.kinds)
-        other.replies.extend(self.replies)
-        return other
-
     def recosted(self, costs: Sequence[int]) -> Grouping:
         """The grouping of the same messages costing ``costs`` instead (one
         per message, validated): what ``extend`` of a fresh ``Grouping`` with

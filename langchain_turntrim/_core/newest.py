@@ -57,13 +57,9 @@ class _Tail:
         unpinned = list(
             compress(range(start, self.start), map(_NOT_PINNED, self.kinds[start : self.start]))
         )
-        counted = self.count(unpinned) if unpinned else []
-        if len(unpinned) == self.start - start:  # no pinned message among them
-            costs = counted
-        else:
-            costs = [0] * (self.start - start)
-            for i, cost in zip(unpinned, counted, strict=True):
-                costs[i - start] = cost
+        costs = [0] * (self.start - start)
+        for i, cost in zip(unpinned, self.count(unpinned) if unpinned else [], strict=True):
+            costs[i - start] = cost
         self.costs[:0] = costs
         self.start = start
         self.total += sum(costs)
@@ -87,21 +83,20 @@ class _Tail:
 
 
 class _TurnCosts(Sequence[int]):
-    """Each turn's tokens, counted when first read (the newest first, as a
-    plan reads them): reading a turn not counted yet counts the tail back to
-    it, and sums every turn the tail then holds whole at once (prefix sums,
-    in C), so each later read is a list lookup."""
+    """Each turn's tokens, read newest first as a plan reads them: a turn
+    not counted yet has the tail counted back to it, and then every turn
+    counted whole gets its cost at once (prefix sums)."""
 
-    __slots__ = ("first", "known", "size", "starts", "tail", "turns")
+    __slots__ = ("_filled", "_found", "size", "starts", "tail")
 
     def __init__(self, starts: list[int], size: int, tail: _Tail) -> None:
         self.starts, self.tail, self.size = starts, tail, size
-        self.turns = self.first = len(starts)
-        #: The tokens of each turn from ``first`` on.
-        self.known: list[int] = []
+        self._found: list[int | None] = [None] * len(starts)
+        #: The turns from this one on have their cost in ``_found``.
+        self._filled = len(starts)
 
     def __len__(self) -> int:
-        return self.turns
+        return len(self.starts)
 
     @overload
     def __getitem__(self, index: int) -> int: ...
@@ -111,54 +106,40 @@ class _TurnCosts(Sequence[int]):
 
     def __getitem__(self, index: int | slice) -> int | list[int]:
         if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self.turns))]
-        if index < 0:
-            index += self.turns
-        if index < self.first:
-            if index < 0:
-                msg = "turn index out of range"
-                raise IndexError(msg)
-            self._count(index)
-        return self.known[index - self.first]
+            return [self[i] for i in range(*index.indices(len(self)))]
+        found = self._found[index]
+        if found is None:
+            turn = range(len(self.starts))[index]
+            self._fill(turn)
+            found = self._found[turn]
+        return found  # type: ignore[return-value]
 
     def __iter__(self) -> Iterator[int]:
-        return (self[i] for i in range(self.turns))
+        return (self[i] for i in range(len(self)))
 
-    def _count(self, turn: int) -> None:
-        """Count back to ``turn`` at least, and sum the turns newly held whole."""
-        starts, tail, known_from = self.starts, self.tail, self.first
+    def _fill(self, turn: int) -> None:
+        """Count back to ``turn`` and find the cost of every turn counted whole."""
+        starts, tail = self.starts, self.tail
         tail.reach(starts[turn])
-        offset = tail.start
-        first = bisect_left(starts, offset)  # the oldest turn the tail holds whole
-        begins = [start - offset for start in starts[first:known_from]]
-        end = starts[known_from] if known_from < self.turns else self.size
-        ends = [*begins[1:], end - offset]
-        at = [0, *accumulate(tail.costs)].__getitem__
-        self.known[:0] = map(sub, map(at, ends), map(at, begins))
-        self.first = first
+        base, filled = tail.start, self._filled
+        first = bisect_left(starts, base, 0, filled)
+        end = starts[filled] if filled < len(starts) else self.size
+        sums = list(accumulate(tail.costs[: end - base], initial=0))
+        bounds = [sums[start - base] for start in starts[first:filled]]
+        bounds.append(sums[end - base])
+        self._found[first:filled] = map(sub, bounds[1:], bounds[:-1])
+        self._filled = first
 
 
 def plan_newest(
-    kinds: Sequence[int],
-    count: CountAt,
-    max_tokens: int,
-    overhead: int = 0,
-    *,
-    whole: Callable[[], Grouping] | None = None,
-    found: tuple[list[int], list[int]] | None = None,
+    kinds: Sequence[int], count: CountAt, max_tokens: int, overhead: int = 0
 ) -> TrimPlan:
     """The spec's plan (no ``trim_to``) of messages of turn kinds ``kinds``,
     counting (``count``) the pinned ones and, from the end, only what the
-    plan reads; ``tokens_before`` and ``growth`` are computed when read,
-    both at once, from the grouping of every message: ``whole`` makes it
-    (read once and then left alone), else it is counted with ``count``.
-    ``found``: the pinned messages' and the turns' starts, when known."""
+    plan reads; ``tokens_before`` and ``growth`` are computed when read."""
     size = len(kinds)
-    if found is None:
-        pinned = list(compress(range(size), map(_IS_PINNED, kinds)))
-        starts = list(compress(range(size), map(_IS_START, kinds)))
-    else:
-        pinned, starts = found
+    pinned = list(compress(range(size), map(_IS_PINNED, kinds)))
+    starts = list(compress(range(size), map(_IS_START, kinds)))
     pinned_costs = count(pinned) if pinned else []
     system = sum(pinned_costs)
     tail = _Tail(kinds, count, max_tokens - system - overhead)
@@ -166,7 +147,7 @@ def plan_newest(
     previous = None
     if REPLY in kinds:
         # The newest reply: the history before it is what the previous call was sent.
-        reply = size - 1 - kinds[::-1].index(REPLY)
+        reply = size - 1 - list(reversed(kinds)).index(REPLY)
         turns = bisect_left(starts, reply)
         current = tail.sum(starts[turns - 1], reply) if turns else 0
         previous = (turns, current, sum(pinned_costs[: bisect_left(pinned, reply)]) + overhead)
@@ -184,26 +165,21 @@ def plan_newest(
         0.0,
         lazy=True,
     )
+    whole: list[Grouping] = []
 
-    def counted() -> Grouping:
-        tail.reach(0)
-        costs = list(tail.costs)
-        for i, cost in zip(pinned, pinned_costs, strict=True):
-            costs[i] = cost
-        grouping = Grouping()
-        grouping.extend(kinds, costs)
-        return grouping
-
-    figures: dict[str, int | float] = {}
-
-    def figure(name: str) -> int | float:
-        if not figures:
-            grouping = (whole or counted)()
-            figures["growth"] = grouping.growth
-            figures["tokens_before"] = grouping.system + overhead + grouping.orphan + grouping.total
-        return figures[name]
+    def grouped() -> Grouping:
+        if not whole:
+            tail.reach(0)
+            costs = list(tail.costs)
+            for i, cost in zip(pinned, pinned_costs, strict=True):
+                costs[i] = cost
+            grouping = Grouping()
+            grouping.extend(kinds, costs)
+            whole.append(grouping)
+        return whole[0]
 
     plan.compute_later(
-        tokens_before=lambda: figure("tokens_before"), growth=lambda: figure("growth")
+        tokens_before=lambda: grouped().system + overhead + grouped().orphan + grouped().total,
+        growth=lambda: grouped().growth,
     )
     return plan

@@ -6,12 +6,9 @@ calibration state (``Calibration``). So the planner remembers the base
 counts of the histories it planned (``CalibratedMemo``, a ``HistoryMemo``
 whose entries keep them, message by message, beside their ``Grouping``) and
 applies the calibration when it plans: under the state the history was last
-planned with, only the new messages are mapped and grouped. The first plan
-under a newer state (after an ``observe``) is made newest-first
-(``plan_newest``): only the remembered base counts it reads are mapped, and
-the grouping of them all (``Grouping.recosted``, from the turns already
-found) is made when a figure needs it, or by the next plan under that state.
-Nothing is counted again.
+planned with, only the new messages are mapped and grouped; under a newer
+one, every remembered base count is mapped again and regrouped from the
+turns already found (``Grouping.recosted``), with nothing counted again.
 """
 
 from __future__ import annotations
@@ -24,7 +21,6 @@ from langchain_core.messages import BaseMessage
 from langchain_turntrim._calls import unanswered_calls, with_unanswered
 from langchain_turntrim._core import Grouping, TrimPlan, check_kinds, plan_costs
 from langchain_turntrim._core.depth import Cut
-from langchain_turntrim._core.newest import plan_newest
 from langchain_turntrim._counting.calibrated import CalibratedCounter, Calibration
 from langchain_turntrim._counting.keys import Fields
 from langchain_turntrim._messages import check_messages, message_kinds
@@ -38,16 +34,13 @@ class _BaseEntry(_Entry):
     """A remembered history with its base counts (``grouping`` groups them),
     and its grouping under the calibration it was last planned with."""
 
-    __slots__ = ("base", "calibrated", "later", "state")
+    __slots__ = ("base", "calibrated", "state")
 
     def __init__(self) -> None:
         super().__init__()
         self.base: list[int] = []
         self.state: Calibration | None = None
         self.calibrated = Grouping()
-        #: The state of a newest-first plan, and the grouping under it once a
-        #: figure needed it (for the next plan under that state).
-        self.later: tuple[Calibration, list[Grouping]] | None = None
 
     def extend(
         self, messages: Sequence[BaseMessage], kinds: list[int] | None, count: Count
@@ -59,60 +52,17 @@ class _BaseEntry(_Entry):
 
         super().extend(messages, kinds, counted)
 
-    def plan_under(
-        self,
-        counter: CalibratedCounter,
-        state: Calibration,
-        max_tokens: int,
-        overhead: int,
-        trim_to: int | Cut | None,
-    ) -> TrimPlan:
-        """The plan of this history under ``state``: newest-first for the
-        first plan of the spec's cut under a new state."""
-        later = self.later
-        if trim_to is None and self.state != state and (later is None or later[0] != state):
-            return self.newest(counter, state, max_tokens, overhead)
-        return self.under(counter, state).plan(max_tokens, overhead, trim_to)
-
-    def newest(
-        self, counter: CalibratedCounter, state: Calibration, max_tokens: int, overhead: int
-    ) -> TrimPlan:
-        """The spec's plan under ``state``, newest-first: only the base counts
-        it reads are mapped. The grouping of them all, made when a figure
-        needs it, is of this history as it is now (its copy), and a copy of
-        it is kept for the next plan under ``state``."""
-        now = self.grouping.snapshot()
-        base, size, calibrated = self.base, now.size, counter.calibrated
-        made: list[Grouping] = []
-
-        def count_at(indices: Sequence[int]) -> list[int]:
-            return calibrated(state, list(map(base.__getitem__, indices)))
-
-        def whole() -> Grouping:
-            grouping = now.recosted(calibrated(state, base[:size]))
-            made.append(grouping.snapshot())  # the plan reads its own, once
-            return grouping
-
-        self.later = (state, made)
-        found = (now.pinned, now.starts)
-        return plan_newest(now.kinds, count_at, max_tokens, overhead, whole=whole, found=found)
-
     def under(self, counter: CalibratedCounter, state: Calibration) -> Grouping:
         """The grouping of this history's calibrated counts under ``state``."""
         calibrated = self.calibrated
         if self.state != state:
-            later = self.later
-            made = later[1] if later is not None and later[0] == state else None
-            if made:
-                calibrated = made[0]
-            else:
-                calibrated = self.grouping.recosted(counter.calibrated(state, self.base))
-        if calibrated.size < self.grouping.size:
+            calibrated = self.grouping.recosted(counter.calibrated(state, self.base))
+        elif calibrated.size < self.grouping.size:
             new = self.base[calibrated.size :]
             calibrated.extend(
                 self.grouping.kinds[calibrated.size :], counter.calibrated(state, new)
             )
-        self.calibrated, self.state, self.later = calibrated, state, None
+        self.calibrated, self.state = calibrated, state
         return calibrated
 
 
@@ -150,7 +100,7 @@ class CalibratedMemo(HistoryMemo):
             check_messages(messages)
             entry = _BaseEntry()
         entry = self.extended(entry, messages, listed, base.costs_of)
-        plan = entry.plan_under(counter, state, max_tokens, overhead, trim_to)
+        plan = entry.under(counter, state).plan(max_tokens, overhead, trim_to)
         self._put(entry)
         return with_unanswered(plan, entry.calls.of_request())
 
