@@ -170,9 +170,14 @@ def is_boundary(text: str, i: int) -> bool:
 
 
 def _after_linker(text: str, i: int) -> bool:
-    """Marks, a virama among them, end at ``i``."""
+    """Marks, a virama among them, end at ``i`` (SARA AM, a letter, is no
+    mark here: its Indic_Conjunct_Break is none)."""
     j = i - 1
-    while j >= 0 and char_class(text[j]) in (EXTEND, ZWJ, SPACING):
+    while (
+        j >= 0
+        and char_class(text[j]) in (EXTEND, ZWJ, SPACING)
+        and ord(text[j]) not in _SPACING_LETTERS
+    ):
         if text[j] in _LINKERS:
             return True
         j -= 1
