@@ -121,6 +121,8 @@ def check_tools(tools: object) -> list[Any]:
         raise TypeError(msg)
     listed = list(tools)
     for i, tool in enumerate(listed):
+        if type(tool) in _tool_classes:  # an agent passes the same tools to every call
+            continue
         if not (isinstance(tool, (dict, type)) or callable(tool) or _is_tool(tool)):
             what = f"{type(tool).__name__} {safe_repr(tool, 80)}"
             msg = f"tools[{i}] must be {TOOL_KINDS}, got {what}"
@@ -128,10 +130,17 @@ def check_tools(tools: object) -> list[Any]:
     return listed
 
 
+#: The ``BaseTool`` classes seen so far (a set only grows: classes are few).
+_tool_classes: set[type] = set()
+
+
 def _is_tool(value: object) -> bool:
     from langchain_core.tools import BaseTool  # noqa: PLC0415 - costly to import
 
-    return isinstance(value, BaseTool)
+    if isinstance(value, BaseTool):
+        _tool_classes.add(type(value))
+        return True
+    return False
 
 
 def remembered(kind: Hashable, key: Hashable | None, compute: Callable[[], T]) -> T:
