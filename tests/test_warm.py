@@ -260,9 +260,14 @@ def test_a_remembered_history_is_not_even_looked_up_message_by_message(
     assert isinstance(counter, CachedCounter)
     costs_of, count_each = counter.costs_of, counter.count_each
 
-    def spy(messages: Sequence[BaseMessage], fields: Sequence[tuple[object, ...]]) -> list[int]:
+    def spy(
+        messages: Sequence[BaseMessage],
+        fields: Sequence[tuple[object, ...]],
+        *,
+        cached: bool = True,
+    ) -> list[int]:
         given.append(len(messages))
-        return costs_of(messages, fields)
+        return costs_of(messages, fields, cached=cached)
 
     def spy_each(messages: Sequence[BaseMessage]) -> list[int]:
         given.append(len(messages))
@@ -297,6 +302,47 @@ def test_a_field_reassigned_in_the_remembered_part_is_counted_again(
     assert after == TurnTrimmer(max_tokens=200, token_counter=Lengths()).report(messages).plan
     if field == "content":
         assert after.tokens_before > before.tokens_before
+
+
+def other_history(i: int) -> list[BaseMessage]:
+    """A short history sharing no content with ``history``'s."""
+    return [HumanMessage(f"other {i}"), AIMessage(f"reply {i}"), HumanMessage(f"more {i}")]
+
+
+@pytest.mark.parametrize("edit", ["reassigned", "restored", "forked", "pushed out"])
+def test_what_a_loop_counted_is_not_counted_again_after_a_change(edit: str) -> None:
+    """The messages a remembered history gains are counted without the cache
+    (new messages only miss), and their counts reach it as soon as a plan may
+    look them up: a message changed, a history restored from a checkpoint
+    (equal messages, new objects), a thread forked from it, or its entry
+    pushed out by newer histories."""
+    counter = Lengths()
+    trimmer = TurnTrimmer(max_tokens=200, token_counter=counter)
+    messages = history(6)
+    for k in range(3, len(messages) + 1):  # an agent loop: one message more each call
+        trimmer.trim(messages[:k])
+    counter.calls.clear()
+    expected: list[BaseMessage] = []
+    if edit == "reassigned":
+        messages[-2].content = "reworded"
+        planned = messages
+        expected = [messages[-2]]
+    elif edit == "restored":
+        planned = copy.deepcopy(messages)
+    elif edit == "forked":
+        planned = [*messages[:-3], HumanMessage("another way")]
+        expected = [planned[-1]]
+    else:
+        for i in range(HISTORIES + 1):
+            others = other_history(i)
+            trimmer.trim(others[:-1])
+            trimmer.trim(others)
+        counter.calls.clear()
+        planned = messages
+    report = trimmer.report(planned)
+    assert [m for call in counter.calls for m in call] == expected
+    fresh = TurnTrimmer(max_tokens=200, token_counter=Lengths()).report(planned)
+    assert (report.plan, report.kept) == (fresh.plan, fresh.kept)
 
 
 def test_a_message_replaced_removed_or_reordered_is_seen() -> None:

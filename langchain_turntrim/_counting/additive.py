@@ -51,11 +51,21 @@ class AdditiveCounter:
         """``count_each(messages)``, checked: one exact int >= 0 per message."""
         return checked_counts(self.count_each(messages), messages, self.source)
 
-    def costs_of(self, messages: Sequence[BaseMessage], fields: Sequence[Fields]) -> list[int]:
+    def costs_of(
+        self, messages: Sequence[BaseMessage], fields: Sequence[Fields], *, cached: bool = True
+    ) -> list[int]:
         """``costs(messages)``, whose ``message_fields`` the caller read as
-        ``fields`` (a cache files the counts under them; others read anew)."""
-        del fields
+        ``fields`` (a cache files the counts under them; others read anew).
+        ``cached=False``: a cache neither looks the messages up nor files their
+        counts, which the caller files later, if ever (``file``)."""
+        del fields, cached
         return self.costs(messages)
+
+    def file(
+        self, classes: Sequence[type], fields: Sequence[Fields], counts: Sequence[int]
+    ) -> None:
+        """File ``counts`` of messages of ``classes`` whose fields were ``fields``
+        (counted by ``costs_of(..., cached=False)``); nothing to do without a cache."""
 
     def checked_overhead(self) -> int:
         """``overhead``, checked where it is used (a property may change its answer)."""

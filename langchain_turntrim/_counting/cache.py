@@ -31,7 +31,10 @@ class CachedCounter(Wrapper):
     not tokenized again, and a reassigned field (``message.content = ...``)
     files the message under a new key. What a trimmer's planner remembers of
     each history (``HistoryMemo``) is the warm path of an agent loop: the
-    messages it remembers are checked by identity and never looked up here.
+    messages it remembers are checked by identity and never looked up here,
+    and the messages such a history gains are counted without a key (they
+    are new: a lookup would miss) and filed here once a plan may look them
+    up (``costs_of(..., cached=False)``, then ``file``).
 
     The wrapped counter is given a frozen shallow copy of each message it
     counts (``frozen_copy``): the count is of exactly the fields the key was
@@ -74,14 +77,38 @@ class CachedCounter(Wrapper):
     def costs(self, messages: Sequence[BaseMessage]) -> list[int]:
         return self.count_each(messages)  # checked by the cache
 
-    def costs_of(self, messages: Sequence[BaseMessage], fields: Sequence[Fields]) -> list[int]:
+    def costs_of(
+        self, messages: Sequence[BaseMessage], fields: Sequence[Fields], *, cached: bool = True
+    ) -> list[int]:
         """The checked counts of ``messages``, whose ``message_fields`` were read
-        as ``fields`` (one read: the key and the count are both made from it)."""
+        as ``fields`` (one read: the key and the count are both made from it).
+        ``cached=False``: counted without keys (no digest), for the caller to
+        ``file`` when a later lookup may need them."""
+        if not cached:
+            every = list(range(len(messages)))
+            return checked_counts(self._fresh(messages, fields, every), messages, self.counter)
         keys = fields_keys(list(map(type, messages)), fields)
         counts = self._cache.get_many(keys)
         missing = [j for j, count in enumerate(counts) if count is None]
         if not missing:
             return counts  # type: ignore[return-value]
+        for j, value in zip(missing, self._fresh(messages, fields, missing), strict=True):
+            counts[j] = value
+        checked = checked_counts(counts, messages, self.counter)
+        self._cache.put_many([(keys[j], checked[j]) for j in missing])
+        return checked
+
+    def file(
+        self, classes: Sequence[type], fields: Sequence[Fields], counts: Sequence[int]
+    ) -> None:
+        """File checked ``counts`` made by ``costs_of(..., cached=False)``."""
+        keys = fields_keys(classes, fields)
+        self._cache.put_many(list(zip(keys, counts, strict=True)))
+
+    def _fresh(
+        self, messages: Sequence[BaseMessage], fields: Sequence[Fields], missing: list[int]
+    ) -> list[Any]:
+        """``_count_missing``, one count per missing message, or raise."""
         fresh = self._count_missing(messages, fields, missing)
         if len(fresh) != len(missing):
             msg = (
@@ -89,11 +116,7 @@ class CachedCounter(Wrapper):
                 f"for {len(missing)} messages"
             )
             raise ValueError(msg)
-        for j, value in zip(missing, fresh, strict=True):
-            counts[j] = value
-        checked = checked_counts(counts, messages, self.counter)
-        self._cache.put_many([(keys[j], checked[j]) for j in missing])
-        return checked
+        return fresh
 
     def _count_missing(
         self, messages: Sequence[BaseMessage], fields: Sequence[Fields], missing: list[int]

@@ -86,6 +86,8 @@ class AdditivePlanner(CountingPlanner):
         found = None if memo is None else memo.find(messages, plan, keep_tool_results)
         if found is not None:
             return found
+        if self.memo is not None:
+            self.memo.file_all(self.counter)  # compaction counts through the cache
         compaction = fit_additive(
             messages,
             message_kinds(messages),

@@ -17,6 +17,12 @@ remembered object, and each of its counted fields too. It misses a nested
 value edited in place (assign a new value, or call ``clear()``), and nothing
 else a count depends on.
 
+The messages a remembered history gains are counted without the counter's
+cache (new messages would only miss, and making their keys means digesting
+their fields); their counts are filed there when a plan may look them up: a
+history planned from scratch (a message changed, a checkpoint restored, a
+thread forked) or an entry pushed out.
+
 Beside each history are the compactions made of it as it is
 (``_compaction.memo``): ``planned`` gives them to the compaction that follows
 a plan, when that plan found the history unchanged. They go whenever the
@@ -52,6 +58,8 @@ Getter = Callable[[dict[str, Any]], tuple[Any, ...]]
 #: Checked per-message counts of messages whose ``message_fields`` were read
 #: (``AdditiveCounter.costs_of``).
 Count = Callable[[Sequence[BaseMessage], Sequence[Fields]], list[int]]
+#: Counts not in the counter's cache yet: the messages' classes, their fields, the counts.
+Unfiled = tuple[list[type], Sequence[Fields], list[int]]
 
 
 def _dead() -> None:
@@ -62,7 +70,15 @@ class _Entry:
     """One remembered history. An entry is used by one call at a time: a call
     takes it out of the memo, extends it in place and puts it back."""
 
-    __slots__ = ("__weakref__", "calls", "classes", "compactions", "grouping", "messages")
+    __slots__ = (
+        "__weakref__",
+        "calls",
+        "classes",
+        "compactions",
+        "grouping",
+        "messages",
+        "unfiled",
+    )
 
     def __init__(self) -> None:
         self.messages: list[BaseMessage] = []
@@ -73,6 +89,9 @@ class _Entry:
         self.classes: dict[Getter, tuple[list[BaseMessage], list[Any]]] = {}
         self.grouping = Grouping()
         self.calls = Calls()
+        #: Counts made without the counter's cache (``deferred``), to ``file``
+        #: when a lookup may want them: each batch's classes, fields and counts.
+        self.unfiled: list[Unfiled] = []
 
     def matches(self, messages: Sequence[BaseMessage], kinds: list[int] | None) -> bool:
         """Whether ``messages`` (of turn kinds ``kinds``, when given) start with this history."""
@@ -89,6 +108,24 @@ class _Entry:
             all(map(is_, fields_of(map(getter, map(vars, group))), fields))
             for getter, (group, fields) in self.classes.items()
         )
+
+    def deferred(self, counter: AdditiveCounter) -> Count:
+        """``counter.costs_of`` without its cache, the counts noted as ``unfiled``:
+        the messages an agent's history gained since its last plan are new, so
+        looking them up would only miss, and this entry checks them by identity."""
+
+        def count(messages: Sequence[BaseMessage], fields: Sequence[Fields]) -> list[int]:
+            costs = counter.costs_of(messages, fields, cached=False)
+            self.unfiled.append((list(map(type, messages)), fields, costs))
+            return costs
+
+        return count
+
+    def file(self, counter: AdditiveCounter) -> None:
+        """File the ``unfiled`` counts in ``counter``'s cache (each was made from
+        the fields it is filed under, whatever changed since)."""
+        unfiled, self.unfiled = self.unfiled, []
+        _file(counter, unfiled)
 
     def extend(
         self, messages: Sequence[BaseMessage], kinds: list[int] | None, count: Count
@@ -121,6 +158,11 @@ class _Entry:
                 group = classes[getter] = ([], [])
             group[0].append(message)
             group[1].extend(read)
+
+
+def _file(counter: AdditiveCounter, unfiled: list[Unfiled]) -> None:
+    for classes, fields, counts in unfiled:
+        counter.file(classes, fields, counts)
 
 
 def cold_plan(
@@ -205,9 +247,13 @@ class HistoryMemo:
         self._local.entry = _dead
         entry = self._take(messages)
         if entry is not None and not entry.matches(messages, kinds):
+            entry.file(counter)  # for the messages that did not change
             entry = None  # a message changed: this history is planned from scratch
         start = 0 if entry is None else len(entry.messages)
         if entry is None:
+            # Counted through the cache: the counts an entry did not file may be wanted
+            # (a history restored from a checkpoint, a thread forked from another).
+            self.file_all(counter)
             if not self._sighted(messages):
                 kinds = message_kinds(messages) if kinds is None else kinds
                 self._sight(messages)
@@ -216,18 +262,21 @@ class HistoryMemo:
             entry = _Entry()
         try:
             entry.extend(
-                messages[start:], None if kinds is None else kinds[start:], counter.costs_of
+                messages[start:],
+                None if kinds is None else kinds[start:],
+                entry.deferred(counter) if start else counter.costs_of,
             )
         except (TypeError, ValueError):
             if not start:
                 raise
             # Errors name messages by index: go through the whole list for the right one.
+            entry.file(counter)
             entry = _Entry()
             entry.extend(messages, kinds, counter.costs_of)
         plan = with_unanswered(
             entry.grouping.plan(max_tokens, overhead, trim_to), entry.calls.of_request()
         )
-        self._put(entry)
+        self._put(entry, counter)
         self._local.entry = weakref.ref(entry)
         return plan
 
@@ -269,13 +318,32 @@ class HistoryMemo:
             sightings.insert(0, (messages[-1], len(messages)))
             del sightings[HISTORIES:]
 
-    def _put(self, entry: _Entry) -> None:
+    def _put(self, entry: _Entry, counter: AdditiveCounter | None = None) -> None:
+        """Remember ``entry`` (the most recent); ``counter``: the one to file
+        the unfiled counts of an entry pushed out (or of ``entry``, if too long)."""
         if not entry.messages or len(entry.messages) > self.max_messages:
+            if counter is not None:
+                entry.file(counter)
             return
         with self._lock:
             entries = self._entries
             entries.insert(0, entry)
+            gone = entries[HISTORIES:]
             del entries[HISTORIES:]
+        if counter is not None:
+            for old in gone:
+                old.file(counter)
+
+    def file_all(self, counter: AdditiveCounter) -> None:
+        """File every remembered entry's unfiled counts in ``counter``'s cache
+        (before counting through it: a compaction, a history planned afresh)."""
+        with self._lock:
+            pending = [entry for entry in self._entries if entry.unfiled]
+            batches = [entry.unfiled for entry in pending]
+            for entry in pending:
+                entry.unfiled = []
+        for unfiled in batches:
+            _file(counter, unfiled)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Copies and pickles start empty (a lock cannot be copied)."""
