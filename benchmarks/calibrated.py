@@ -9,9 +9,10 @@ Three rows:
 * one trim of the whole history followed by ``observe()`` of what it kept
   (the provider's count of it, ``chars/3`` of the ``calibration`` scenario,
   looked up outside the clock), by a trimmer that trimmed the history before
-  and whose counter has a full window of 64 observations, so that every
-  trim plans under a calibration it has not planned with yet; vs one warm
-  trim of the same history by ``TurnTrimmer()``;
+  and whose counter has a full window of 64 observations (the requests of
+  the loop's calls, each reported by the same rule), so that every trim
+  plans under a calibration it has not planned with yet; vs one warm trim
+  of the same history by ``TurnTrimmer()``;
 * in a subprocess: the bytes a whole-list counter's cache holds after 400
   trims of a 2,400-message history growing by a step a call (the count
   cache's keys and counts, measured with tracemalloc as what ``clear()``
@@ -108,10 +109,13 @@ def _observe_row(settings: Settings, base: list[OpenAIMessage], budget: int) -> 
             len(pinned) + len(messages) - k: chars_rule([*pinned, *messages[k:]])
             for k in range(len(messages))
         }
+        # A full window of varied observations: the requests of the loop's
+        # calls (the history before each assistant message), as an agent's.
+        steps = assistant_steps(base)
+        for i in range(WINDOW):
+            kept = trimmer.trim(messages[: steps[i % len(steps)]])
+            counter.observe(kept, chars_rule(kept))
         _primed(trimmer, messages)
-        for _ in range(WINDOW):
-            kept = trimmer.trim(messages)
-            counter.observe(kept, reported.get(len(kept), count_tokens_approximately(kept)))
 
         def run() -> None:
             for _ in range(CALLS):
