@@ -345,6 +345,18 @@ def test_what_a_loop_counted_is_not_counted_again_after_a_change(edit: str) -> N
     assert (report.plan, report.kept) == (fresh.plan, fresh.kept)
 
 
+def test_a_counter_without_a_cache_keeps_nothing_to_file() -> None:
+    """Only a caching counter's counts wait to be filed: a remembered history
+    counted by the approximate counter holds no more than its messages' fields."""
+    trimmer = TurnTrimmer(max_tokens=200)
+    messages = history(6)
+    for k in range(3, len(messages) + 1):
+        trimmer.trim(messages[:k])
+    memo = memo_of(trimmer)
+    assert len(memo) == 1
+    assert all(not entry.unfiled for entry in memo._entries)
+
+
 def test_a_message_replaced_removed_or_reordered_is_seen() -> None:
     trimmer = TurnTrimmer(max_tokens=120, token_counter="approximate")
     messages = history(8)

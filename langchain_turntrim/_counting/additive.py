@@ -35,6 +35,9 @@ class AdditiveCounter:
     #: A message always counts the same, from its counted fields alone
     #: (``message_fields``): a planner may remember the counts of a history.
     stable = True
+    #: Counts are kept in a cache (``file`` keeps them): only then may a
+    #: planner count without it and file later (``costs_of(..., cached=False)``).
+    caches = False
 
     @property
     def overhead(self) -> int:

@@ -45,6 +45,8 @@ class CachedCounter(Wrapper):
     tokenization.
     """
 
+    caches = True
+
     def __init__(self, counter: TokenCounter, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
         refuse_class(counter, "CachedCounter's counter")
         if not isinstance(counter, TokenCounter):

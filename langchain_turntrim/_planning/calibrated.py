@@ -101,7 +101,7 @@ class CalibratedMemo(HistoryMemo):
             entry = _BaseEntry()
         entry = self.extended(entry, messages, listed, base.costs_of)
         plan = entry.under(counter, state).plan(max_tokens, overhead, trim_to)
-        self._put(entry)
+        self._put(entry, base)
         return with_unanswered(plan, entry.calls.of_request())
 
     @staticmethod

@@ -17,11 +17,11 @@ remembered object, and each of its counted fields too. It misses a nested
 value edited in place (assign a new value, or call ``clear()``), and nothing
 else a count depends on.
 
-The messages a remembered history gains are counted without the counter's
-cache (new messages would only miss, and making their keys means digesting
-their fields); their counts are filed there when a plan may look them up: a
-history planned from scratch (a message changed, a checkpoint restored, a
-thread forked) or an entry pushed out.
+With a caching counter (``caches``), the messages a remembered history gains
+are counted without the cache (new messages would only miss, and making
+their keys means digesting their fields); their counts are filed there when
+a plan may look them up: a history planned from scratch (a message changed,
+a checkpoint restored, a thread forked), an entry pushed out, a compaction.
 
 Beside each history are the compactions made of it as it is
 (``_compaction.memo``): ``planned`` gives them to the compaction that follows
@@ -121,11 +121,15 @@ class _Entry:
 
         return count
 
+    def take_unfiled(self) -> list[Unfiled]:
+        """The ``unfiled`` counts, which are no longer this entry's."""
+        unfiled, self.unfiled = self.unfiled, []
+        return unfiled
+
     def file(self, counter: AdditiveCounter) -> None:
         """File the ``unfiled`` counts in ``counter``'s cache (each was made from
         the fields it is filed under, whatever changed since)."""
-        unfiled, self.unfiled = self.unfiled, []
-        _file(counter, unfiled)
+        _file(counter, self.take_unfiled())
 
     def extend(
         self, messages: Sequence[BaseMessage], kinds: list[int] | None, count: Count
@@ -264,7 +268,7 @@ class HistoryMemo:
             entry.extend(
                 messages[start:],
                 None if kinds is None else kinds[start:],
-                entry.deferred(counter) if start else counter.costs_of,
+                entry.deferred(counter) if start and counter.caches else counter.costs_of,
             )
         except (TypeError, ValueError):
             if not start:
@@ -318,30 +322,25 @@ class HistoryMemo:
             sightings.insert(0, (messages[-1], len(messages)))
             del sightings[HISTORIES:]
 
-    def _put(self, entry: _Entry, counter: AdditiveCounter | None = None) -> None:
-        """Remember ``entry`` (the most recent); ``counter``: the one to file
-        the unfiled counts of an entry pushed out (or of ``entry``, if too long)."""
+    def _put(self, entry: _Entry, counter: AdditiveCounter) -> None:
+        """Remember ``entry`` (the most recent); the unfiled counts of an entry
+        pushed out (or of ``entry``, if too long) are filed in ``counter``."""
         if not entry.messages or len(entry.messages) > self.max_messages:
-            if counter is not None:
-                entry.file(counter)
+            entry.file(counter)
             return
         with self._lock:
             entries = self._entries
             entries.insert(0, entry)
             gone = entries[HISTORIES:]
             del entries[HISTORIES:]
-        if counter is not None:
-            for old in gone:
-                old.file(counter)
+        for old in gone:
+            old.file(counter)
 
     def file_all(self, counter: AdditiveCounter) -> None:
         """File every remembered entry's unfiled counts in ``counter``'s cache
         (before counting through it: a compaction, a history planned afresh)."""
         with self._lock:
-            pending = [entry for entry in self._entries if entry.unfiled]
-            batches = [entry.unfiled for entry in pending]
-            for entry in pending:
-                entry.unfiled = []
+            batches = [entry.take_unfiled() for entry in self._entries if entry.unfiled]
         for unfiled in batches:
             _file(counter, unfiled)
 
