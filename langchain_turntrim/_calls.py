@@ -11,7 +11,7 @@ history grows; ``without`` is the copy of an assistant message without them
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import compress, islice
 from typing import Any, Final
 
@@ -20,19 +20,15 @@ from langchain_core.messages import BaseMessage
 from langchain_turntrim._compaction.edits import REASONING_BLOCKS
 from langchain_turntrim._core import CONTINUE, REPLY, TrimPlan
 
-__all__ = ["Calls", "Unanswered", "call_ids", "unanswered_calls", "with_unanswered", "without"]
+__all__ = ["Calls", "Unanswered", "unanswered_calls", "with_unanswered", "without"]
 
 #: The assistant messages whose calls have no result, by index, with those calls' ids.
 Unanswered = tuple[tuple[int, frozenset[str]], ...]
 
 
-def call_ids(message: BaseMessage) -> list[str]:
-    """The ids of an assistant message's calls: its tool calls (valid or not)."""
-    calls = getattr(message, "tool_calls", None) or []
-    invalid = getattr(message, "invalid_tool_calls", None)
-    if invalid:
-        calls = [*calls, *invalid]
-    return [str(i) for i in (c.get("id") for c in calls) if i]
+def _ids(calls: Iterable[Any]) -> set[str]:
+    """The ids of an assistant message's calls (valid or not), as str."""
+    return {i if type(i) is str else str(i) for i in (c.get("id") for c in calls) if i}
 
 
 def answered(message: BaseMessage) -> list[str]:
@@ -84,17 +80,19 @@ class Calls:
                 self._open = set()
         for i in compress(range(start, n), map(_IS_REPLY, islice(kinds, start, None))):
             message = messages[i]
-            if not (
-                getattr(message, "tool_calls", None) or getattr(message, "invalid_tool_calls", None)
-            ):
+            calls = getattr(message, "tool_calls", None)
+            invalid = getattr(message, "invalid_tool_calls", None)
+            if invalid:
+                calls = [*calls, *invalid] if calls else invalid
+            elif not calls:
                 continue
-            ids = set(call_ids(message))
+            ids = _ids(calls)
             j = i + 1
             while ids and j < n and kinds[j] == CONTINUE:  # _answer, inlined: the hot loop
                 result = messages[j]
                 tool_id = getattr(result, "tool_call_id", None)
                 if tool_id:
-                    ids.discard(str(tool_id))
+                    ids.discard(tool_id if type(tool_id) is str else str(tool_id))
                 else:
                     ids.difference_update(answered(result))
                 j += 1
@@ -114,7 +112,7 @@ class Calls:
         return tuple(sorted(found.items())) if found else ()
 
 
-_IS_REPLY: Final = REPLY.__eq__
+_IS_REPLY: Final = frozenset((REPLY,)).__contains__  # faster in C than ``REPLY.__eq__``
 
 
 def _answer(ids: set[str], messages: Sequence[BaseMessage], kinds: Sequence[int], i: int) -> int:

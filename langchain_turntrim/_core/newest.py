@@ -57,9 +57,13 @@ class _Tail:
         unpinned = list(
             compress(range(start, self.start), map(_NOT_PINNED, self.kinds[start : self.start]))
         )
-        costs = [0] * (self.start - start)
-        for i, cost in zip(unpinned, self.count(unpinned) if unpinned else [], strict=True):
-            costs[i - start] = cost
+        counted = self.count(unpinned) if unpinned else []
+        if len(unpinned) == self.start - start:  # no pinned message among them (the usual chunk)
+            costs = counted
+        else:
+            costs = [0] * (self.start - start)
+            for i, cost in zip(unpinned, counted, strict=True):
+                costs[i - start] = cost
         self.costs[:0] = costs
         self.start = start
         self.total += sum(costs)

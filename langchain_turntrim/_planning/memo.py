@@ -185,7 +185,7 @@ def cold_plan(
         return unanswered_calls(plan, messages, kinds)
 
     def count_at(indices: Sequence[int]) -> list[int]:
-        chosen = [messages[i] for i in indices]
+        chosen = list(map(messages.__getitem__, indices))
         try:
             return counter.costs(chosen)
         except (TypeError, ValueError):
