@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -94,7 +94,7 @@ def test_a_calibrated_trimmer_counts_a_remembered_history_only_once(
         kept = trimmer.trim(messages)
         assert counted == []  # under a new calibration too: nothing is counted again
         counter.observe(kept, 2 * sum(real(kept)) + extra)
-        assert counted == [len(kept)]
+        assert counted == []  # what the plan kept: its base counts are the plan's
         fresh = TurnTrimmer(max_tokens=300, token_counter=copy.deepcopy(counter))
         assert trimmer.report(messages).plan == fresh.report(messages).plan
     counted.clear()
@@ -174,3 +174,72 @@ def test_a_trimmer_plans_each_new_calibration_as_a_fresh_one_would() -> None:
             plan = trimmer.report(history).plan
             assert every_figure(plan) == every_figure(fresh.report(history).plan)
         counter.observe(kept, 3 * sum(approximate._approximate_each(kept)) + step * 40)
+
+
+# -- observe() of what the trim kept ----------------------------------------------------------
+
+
+def observed_alike(
+    monkeypatch: pytest.MonkeyPatch, edit: Callable[[list[BaseMessage]], list[BaseMessage]]
+) -> list[int]:
+    """Trim, ``edit`` what was kept, observe it: estimates and state are what
+    a counter counting every message afresh gets. Returns what was counted."""
+    counter = CalibratedCounter()
+    trimmer = TurnTrimmer(max_tokens=300, token_counter=counter)
+    messages = turns(30)
+    trimmer.trim(messages[:-1])
+    kept = trimmer.trim(messages)
+    fresh = copy.deepcopy(counter)  # notes no priced request: it counts
+    kept = edit(kept)
+    real = approximate._approximate_each
+    counted: list[int] = []
+
+    def spy(given: Sequence[BaseMessage]) -> list[int]:
+        counted.append(len(given))
+        return real(given)
+
+    monkeypatch.setattr(approximate, "_approximate_each", spy)
+    reports = (900, 950, 1000, 1040)
+    estimates = [counter.observe(kept, reported) for reported in reports]
+    monkeypatch.setattr(approximate, "_approximate_each", real)
+    assert estimates == [fresh.observe(kept, reported) for reported in reports]
+    assert counter.calibration == fresh.calibration
+    return counted
+
+
+def test_observe_of_what_the_trim_kept_counts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert observed_alike(monkeypatch, list) == []
+
+
+def test_observe_counts_a_kept_message_whose_field_was_reassigned(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def reassign(kept: list[BaseMessage]) -> list[BaseMessage]:
+        kept[-1].content = "a much longer answer than the one the trim counted " * 20
+        return kept
+
+    def rename(kept: list[BaseMessage]) -> list[BaseMessage]:
+        kept[1].name = "someone"
+        return kept
+
+    for edit in (reassign, rename):
+        counted = observed_alike(monkeypatch, edit)
+        assert counted
+        assert all(n == counted[0] for n in counted)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda kept: [*kept, HumanMessage("not kept by the trim")],
+        lambda kept: kept[:-1],
+        lambda kept: [kept[0], HumanMessage("a stand-in"), *kept[2:]],
+        lambda kept: [kept[0], *reversed(kept[1:])],
+        lambda kept: [copy.copy(m) for m in kept],
+    ],
+    ids=["one more", "one less", "one replaced", "reordered", "copies"],
+)
+def test_observe_counts_what_the_trim_did_not_keep(
+    monkeypatch: pytest.MonkeyPatch, edit: Callable[[list[BaseMessage]], list[BaseMessage]]
+) -> None:
+    assert observed_alike(monkeypatch, edit)

@@ -25,6 +25,7 @@ from langchain_turntrim._counting.additive import AdditiveCounter, checked_count
 from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.cache import CachedCounter
 from langchain_turntrim._counting.least_squares import Coefficients, Window, robust_fit
+from langchain_turntrim._counting.priced import Priced, reused
 from langchain_turntrim._counting.protocol import TokenCounter, refuse_class
 from langchain_turntrim._counting.tools import check_tools
 from langchain_turntrim._safe_repr import safe_repr
@@ -129,6 +130,8 @@ class CalibratedCounter(AdditiveCounter):
         self._since = 0
         #: The fit the next one resumes from (None: the next one starts from scratch).
         self._resume: Coefficients | None = None
+        #: The request a planner priced last (``priced``), for ``observe``.
+        self._priced: Priced | None = None
         self._state = Calibration(1.0, 0.0, 0.0, self.max_margin, 0)
 
     # -- the state -----------------------------------------------------------
@@ -173,12 +176,18 @@ class CalibratedCounter(AdditiveCounter):
         are a shift (new content, another model behind the same name): the
         fit then restarts from them, so it follows within 3 calls, with the
         warm-up margin until ``warmup`` calls of the new fit.
+
+        What a trimmer's plan just kept (the same message objects, each
+        counted field still the object it was counted from) is not counted
+        again: the plan's base counts are taken (``priced``).
         """
         if isinstance(input_tokens, bool) or not isinstance(input_tokens, (int, float)):
             msg = f"input_tokens must be a number, got {type(input_tokens).__name__}"
             raise TypeError(msg)
         state = self._state
-        base_each = checked_counts(self.base.count_each(messages), messages, self.base)
+        base_each = reused(self._priced, messages)
+        if base_each is None:
+            base_each = checked_counts(self.base.count_each(messages), messages, self.base)
         base = self.base.overhead + sum(base_each) + (self.base.count_tools(tools) if tools else 0)
         estimate = _estimate(state, base, len(messages))
         reason = _implausible(input_tokens, base, len(messages))
@@ -212,6 +221,11 @@ class CalibratedCounter(AdditiveCounter):
                 start=resume,
             )
         return estimate
+
+    def priced(self, request: Priced) -> None:
+        """Note the request a plan priced last: its messages are what the
+        next ``observe`` is usually told was sent."""
+        self._priced = request
 
     def callback(self) -> CalibrationCallback:
         """A callback handler feeding this counter from a chat model's calls
@@ -254,12 +268,14 @@ class CalibratedCounter(AdditiveCounter):
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         del state["_lock"]
+        state["_priced"] = None  # messages: not the counter's to keep
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         if "_seen" in state:  # pickled before the window kept its sums
             state["_window"] = Window(WINDOW, state.pop("_seen"))
         state.setdefault("_resume", None)  # pickled before fits resumed: the next one is whole
+        state.setdefault("_priced", None)
         self.__dict__.update(state)
         self._lock = threading.Lock()
 

@@ -26,6 +26,7 @@ from langchain_turntrim._core import Grouping, TrimPlan, check_kinds, plan_costs
 from langchain_turntrim._core.depth import Cut
 from langchain_turntrim._counting.calibrated import CalibratedCounter, Calibration
 from langchain_turntrim._counting.keys import Fields
+from langchain_turntrim._counting.priced import Priced
 from langchain_turntrim._messages import check_messages, message_kinds
 from langchain_turntrim._planning.additive import AdditivePlanner
 from langchain_turntrim._planning.memo import Count, HistoryMemo, _Entry
@@ -38,11 +39,13 @@ class _BaseEntry(_Entry):
     """A remembered history with its base counts (``grouping`` groups them),
     and its grouping under the calibration it was last planned with."""
 
-    __slots__ = ("base", "calibrated", "glimpsed", "state")
+    __slots__ = ("base", "calibrated", "fields", "glimpsed", "state")
 
     def __init__(self) -> None:
         super().__init__()
         self.base: list[int] = []
+        #: The fields each base count was made from (``message_fields``).
+        self.fields: list[Fields] = []
         self.state: Calibration | None = None
         #: The state of the last plan that mapped only the turns it read.
         self.glimpsed: Calibration | None = None
@@ -54,6 +57,7 @@ class _BaseEntry(_Entry):
         def counted(new: Sequence[BaseMessage], fields: Sequence[Fields]) -> list[int]:
             costs = count(new, fields)
             self.base.extend(costs)
+            self.fields.extend(fields)
             return costs
 
         super().extend(messages, kinds, counted)
@@ -76,6 +80,18 @@ class _BaseEntry(_Entry):
             calibrate = partial(counter.calibrated, state)
             return plan_recosted(self.grouping, self.base, calibrate, rate, max_tokens, overhead)
         return self.under(counter, state).plan(max_tokens, overhead, trim_to)
+
+    def kept(self, plan: TrimPlan) -> Priced:
+        """What ``plan`` keeps of this history, with the fields and base
+        counts its messages were counted from (``observe`` may reuse them)."""
+        keep_from = plan.keep_from
+        pinned = [i for i in plan.pinned if i < keep_from]
+        messages, fields, base = self.messages, self.fields, self.base
+        return Priced(
+            [*map(messages.__getitem__, pinned), *messages[keep_from:]],
+            [*map(fields.__getitem__, pinned), *fields[keep_from:]],
+            [*map(base.__getitem__, pinned), *base[keep_from:]],
+        )
 
     def under(self, counter: CalibratedCounter, state: Calibration) -> Grouping:
         """The grouping of this history's calibrated counts under ``state``."""
@@ -126,6 +142,7 @@ class CalibratedMemo(HistoryMemo):
             entry = _BaseEntry()
         entry = self.extended(entry, messages, listed, base.costs_of)
         plan = entry.plan(counter, state, max_tokens, overhead, trim_to)
+        counter.priced(entry.kept(plan))
         self._put(entry, base)
         return with_unanswered(plan, entry.calls.of_request())
 
