@@ -15,7 +15,7 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 from itertools import compress, repeat
-from operator import add, gt, mul, truediv
+from operator import gt, truediv
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from langchain_core.messages import BaseMessage
@@ -383,12 +383,7 @@ def _fit(
 def _worst(window: Window, a: float, b: float, c: float) -> float:
     """The largest under-estimate ``reported / fitted - 1`` of the window's
     observations fitted above 0 (0 when there is none), in C passes."""
-    fits = list(
-        map(
-            add, map(add, map(mul, window.xs, repeat(a)), map(mul, window.ns, repeat(b))), repeat(c)
-        )
-    )
+    fits = window.fitted(a, b, c)
     above = list(map(gt, fits, repeat(0.0)))
-    ratios = map(truediv, compress(window.ys, above), compress(fits, above))
-    highest = max(ratios, default=None)
+    highest = max(map(truediv, compress(window.ys, above), compress(fits, above)), default=None)
     return 0.0 if highest is None else highest - 1

@@ -17,7 +17,8 @@ import statistics
 from bisect import bisect_left, insort
 from collections import deque
 from collections.abc import Iterable, Iterator
-from operator import mul
+from itertools import repeat
+from operator import add, mul, sub, truediv
 from typing import Final
 
 __all__ = ["Coefficients", "Window", "robust_fit"]
@@ -107,9 +108,15 @@ class Window:
         ]
         return m, [sum(map(mul, wx, ys)), sum(map(mul, wn, ys)), sum(map(mul, weights, ys))]
 
+    def fitted(self, a: float, b: float, c: float) -> list[float]:
+        """``a * base + b * messages + c`` of each observation, in C passes
+        (each product and sum the same as written out)."""
+        products = map(add, map(mul, self.xs, repeat(a)), map(mul, self.ns, repeat(b)))
+        return list(map(add, products, repeat(c)))
+
     def residuals(self, a: float, b: float, c: float) -> list[float]:
         """``reported - (a * base + b * messages + c)`` of each observation."""
-        return [y - (a * x + b * n + c) for x, n, y in zip(self.xs, self.ns, self.ys, strict=True)]
+        return list(map(sub, self.ys, self.fitted(a, b, c)))
 
 
 def robust_fit(window: Window, prior: float, start: Coefficients | None = None) -> Coefficients:
@@ -157,12 +164,15 @@ def _from_scratch(window: Window, prior: float, *, intercept: bool) -> Coefficie
 def _weights(window: Window, fitted: Coefficients) -> list[float] | None:
     """Huber's weights of the window's observations, by their residuals from
     ``fitted``; None when it fits them all exactly (no scale)."""
-    residuals = window.residuals(*fitted)
-    scale = 1.4826 * statistics.median(map(abs, residuals))
+    magnitudes = list(map(abs, window.residuals(*fitted)))
+    scale = 1.4826 * statistics.median(magnitudes)
     if scale <= 0:
         return None
     limit = _HUBER * scale
-    return [min(1.0, limit / abs(r)) if r else 1.0 for r in residuals]
+    if 0.0 in magnitudes:  # fitted exactly: weighed in full
+        return [min(1.0, limit / r) if r else 1.0 for r in magnitudes]
+    # ``min(1.0, w)`` of each, without a call each.
+    return [w if w < 1.0 else 1.0 for w in map(truediv, repeat(limit), magnitudes)]  # noqa: FURB136
 
 
 def _solve(m: Matrix, v: list[float], prior: float, *, intercept: bool) -> Coefficients | None:
