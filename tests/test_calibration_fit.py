@@ -1,11 +1,12 @@
-"""The calibration's incremental fit is the full robust refit.
+"""The calibration's incremental fit is the robust fit it describes.
 
 ``Window`` keeps the unweighted normal equations and the sorted ratios as
-observations enter and leave; ``_fit`` over it must give what refitting the
-window's observations from scratch gives: the reference below is the fit as
-it was before the window kept anything (Huber-weighted least squares summed
-observation by observation), over random sequences with outliers, bases of 0
-and evictions.
+observations enter and leave, and each fit resumes from the one before
+(one reweighting round a call); ``_fit`` over it must give what the
+reference below gives: the same procedure written out naively (weighted
+least squares summed observation by observation, from the observations the
+window should hold), over random sequences with outliers, bases of 0,
+evictions and restarts.
 """
 
 from __future__ import annotations
@@ -20,36 +21,72 @@ from langchain_turntrim._counting.calibrated import _fit
 from langchain_turntrim._counting.least_squares import Window
 
 Seen = list[tuple[float, int, int]]
+Fitted = tuple[float, float, float]
 
 
-def reference_robust_fit(seen: Seen, prior: float, *, intercept: bool) -> tuple[float, ...]:
-    a, b, c = prior, 0.0, 0.0
-    weights = [1.0] * len(seen)
-    for _ in range(4):
-        size = 3 if intercept else 2
-        m = [[0.0] * size for _ in range(size)]
-        v = [0.0] * size
-        for (x, n, y), w in zip(seen, weights, strict=True):
-            row = (x, float(n), 1.0)
-            for i in range(size):
-                v[i] += w * row[i] * y
-                for j in range(size):
-                    m[i][j] += w * row[i] * row[j]
-        target = (prior, 0.0, 0.0)
+def reference_weights(seen: Seen, fitted: Fitted) -> list[float] | None:
+    """Huber's weights by the residuals from ``fitted`` (None: no scale)."""
+    a, b, c = fitted
+    residuals = [y - (a * x + b * n + c) for x, n, y in seen]
+    scale = 1.4826 * statistics.median(abs(r) for r in residuals)
+    if scale <= 0:
+        return None
+    return [min(1.0, 1.5 * scale / abs(r)) if r else 1.0 for r in residuals]
+
+
+def reference_solve(
+    seen: Seen, weights: list[float] | None, prior: float, *, intercept: bool
+) -> Fitted | None:
+    """Weighted least squares with a light ridge towards ``(prior, 0, 0)``."""
+    size = 3 if intercept else 2
+    m = [[0.0] * size for _ in range(size)]
+    v = [0.0] * size
+    for k, (x, n, y) in enumerate(seen):
+        w = 1.0 if weights is None else weights[k]
+        row = (x, float(n), 1.0)
         for i in range(size):
-            ridge = 1e-3 * (m[i][i] or 1.0)
-            m[i][i] += ridge
-            v[i] += ridge * target[i]
-        solved = reference_gauss(m, v)
+            v[i] += w * row[i] * y
+            for j in range(size):
+                m[i][j] += w * row[i] * row[j]
+    target = (prior, 0.0, 0.0)
+    for i in range(size):
+        ridge = 1e-3 * (m[i][i] or 1.0)
+        m[i][i] += ridge
+        v[i] += ridge * target[i]
+    solved = reference_gauss(m, v)
+    if solved is None:
+        return None
+    return solved[0], solved[1], solved[2] if intercept else 0.0
+
+
+def reference_from_scratch(seen: Seen, prior: float, *, intercept: bool) -> Fitted:
+    """An unweighted solve, then up to three rounds reweighted by the last one."""
+    fitted: Fitted = (prior, 0.0, 0.0)
+    weights = None
+    for _ in range(4):
+        solved = reference_solve(seen, weights, prior, intercept=intercept)
         if solved is None:
             break
-        a, b, c = solved[0], solved[1], solved[2] if intercept else 0.0
-        residuals = [y - (a * x + b * n + c) for x, n, y in seen]
-        scale = 1.4826 * statistics.median(abs(r) for r in residuals)
-        if scale <= 0:
+        fitted = solved
+        weights = reference_weights(seen, fitted)
+        if weights is None:
             break
-        weights = [min(1.0, 1.5 * scale / abs(r)) if r else 1.0 for r in residuals]
-    return a, b, c
+    return fitted
+
+
+def reference_robust_fit(seen: Seen, prior: float, start: Fitted | None) -> Fitted:
+    """From scratch, or one round reweighted by ``start``'s residuals; with a
+    constant, or without one when it comes out negative."""
+    if start is None:
+        fitted = reference_from_scratch(seen, prior, intercept=True)
+        if fitted[2] < 0:
+            fitted = reference_from_scratch(seen, prior, intercept=False)
+        return fitted
+    weights = reference_weights(seen, start)
+    solved = reference_solve(seen, weights, prior, intercept=True)
+    if solved is not None and solved[2] < 0:
+        solved = reference_solve(seen, weights, prior, intercept=False)
+    return (prior, 0.0, 0.0) if solved is None else solved
 
 
 def reference_gauss(m: list[list[float]], v: list[float]) -> list[float] | None:
@@ -71,22 +108,25 @@ def reference_gauss(m: list[list[float]], v: list[float]) -> list[float] | None:
     return out
 
 
-def reference_fit(seen: Seen, max_margin: float) -> tuple[float, ...]:
+def reference_fit(
+    seen: Seen, max_margin: float, start: Fitted | None
+) -> tuple[tuple[float, ...], Fitted | None]:
+    """The fit of ``seen`` resumed from ``start``, and what the next resumes from."""
     ratios = [y / x for x, _, y in seen if x > 0]
     prior = statistics.median(ratios) if ratios else 1.0
     a, b, c = prior, 0.0, 0.0
+    resume = None
     if len(seen) >= 3:
-        a, b, c = reference_robust_fit(seen, prior, intercept=True)
-        if c < 0:
-            a, b, c = reference_robust_fit(seen, prior, intercept=False)
+        a, b, c = resume = reference_robust_fit(seen, prior, start)
         if a <= 0:
             a, b, c = prior, 0.0, 0.0
+            resume = None
     worst = 0.0
     for x, n, y in seen:
         fitted = a * x + b * n + c
         if fitted > 0:
             worst = max(worst, y / fitted - 1)
-    return a, b, c, min(max_margin, worst)
+    return (a, b, c, min(max_margin, worst)), resume
 
 
 def close(got: tuple[float, ...], want: tuple[float, ...]) -> bool:
@@ -115,18 +155,22 @@ def observations(draw: st.DrawFn) -> tuple[float, int, int]:
     limit=st.sampled_from([3, 5, 16, 64]),
     keep=st.one_of(st.none(), st.integers(1, 4)),
 )
-def test_the_incremental_fit_is_the_full_refit(seen: Seen, limit: int, keep: int | None) -> None:
+def test_the_incremental_fit_is_the_described_fit(seen: Seen, limit: int, keep: int | None) -> None:
     window = Window(limit)
     held: Seen = []
+    resume = want_resume = None
     for i, (x, n, y) in enumerate(seen):
         window.append(x, n, y)
         held = [*held, (x, n, y)][-limit:]
         if keep is not None and i == len(seen) // 2:
             window.keep_newest(keep)  # a shift: the fit restarts from the newest calls
             held = held[-keep:]
+            resume = want_resume = None
         assert list(window) == held
-        fitted = _fit(window, i + 1, settled=True, max_margin=0.15)
-        assert close(tuple(fitted[:4]), reference_fit(held, 0.15))
+        fitted, resume = _fit(window, i + 1, settled=True, max_margin=0.15, start=resume)
+        want, want_resume = reference_fit(held, 0.15, want_resume)
+        assert close(tuple(fitted[:4]), want)
+        assert (resume is None) == (want_resume is None)
         fresh = Window(limit, held)  # what entered and left is all undone
         assert (window.sums, window.ratios) == (fresh.sums, fresh.ratios)
 

@@ -19,7 +19,7 @@ from langchain_turntrim._core.depth import GROWTH_CALLS, Cut
 from langchain_turntrim._core.kinds import ANCHOR, PINNED, REPLY, START
 from langchain_turntrim._core.plan import Previous, TrimPlan, plan_turns
 
-__all__ = ["Grouping", "plan_costs", "previous_call"]
+__all__ = ["Grouping", "plan_costs", "previous_call", "regroup"]
 
 _PINNED = (PINNED, ANCHOR)
 
@@ -137,47 +137,58 @@ class Grouping:
     def recosted(self, costs: Sequence[int]) -> Grouping:
         """The grouping of the same messages costing ``costs`` instead (one
         per message, validated): what ``extend`` of a fresh ``Grouping`` with
-        these kinds and ``costs`` makes, from the turns already found. Its
-        passes are prefix sums and slices in C, the turns' and the newest
-        replies' sums looked up: for a counter whose costs change as it
-        learns (``CalibratedCounter``) over the same remembered history."""
+        these kinds and ``costs`` makes, from the turns already found (see
+        ``regroup``): for a counter whose costs change as it learns
+        (``CalibratedCounter``) over the same remembered history."""
         size = self.size
         if len(costs) != size:
             msg = f"got {len(costs)} costs for {size} messages"
             raise ValueError(msg)
-        pinned, starts = self.pinned, self.starts
-        turned = list(costs)
-        for i in pinned:
-            turned[i] = 0  # a pinned message's tokens are the system's, not a turn's
-        prefix = [0, *accumulate(turned)]
-        at = prefix.__getitem__
-        other = Grouping()
-        other.size = size
-        other.kinds = list(self.kinds)
-        other.pinned = list(pinned)
-        other.starts = list(starts)
-        other.system = sum(map(costs.__getitem__, pinned))
+        return regroup(self.kinds, self.starts, self.pinned, costs)
+
+
+def regroup(
+    kinds: Sequence[int], starts: Sequence[int], pinned: Sequence[int], costs: Sequence[int]
+) -> Grouping:
+    """The grouping of messages of turn kinds ``kinds`` costing ``costs``,
+    whose turns start at ``starts`` and pinned messages are at ``pinned``
+    (a grouping of these kinds found them): what ``extend`` makes, without
+    grouping again. Its passes are prefix sums and slices in C, the turns'
+    and the newest replies' sums looked up. The lists are copied, so a
+    grouping that later grows may give its own."""
+    size = len(costs)
+    turned = list(costs)
+    for i in pinned:
+        turned[i] = 0  # a pinned message's tokens are the system's, not a turn's
+    prefix = [0, *accumulate(turned)]
+    at = prefix.__getitem__
+    other = Grouping()
+    other.size = size
+    other.kinds = list(kinds)
+    other.pinned = list(pinned)
+    other.starts = list(starts)
+    other.system = sum(map(costs.__getitem__, pinned))
+    if starts:
+        first = starts[0]
+        ends = [*starts[1:], size]
+        turns = list(map(operator.sub, map(at, ends), map(at, starts)))
+        other.current = turns.pop()
+        other.turn_costs = turns
+        other.orphan = prefix[first]
+        other.total = prefix[size] - prefix[first]
+    else:
+        other.orphan = prefix[size]
+    replies = list(compress(range(size), map(operator.eq, kinds, repeat(REPLY))))
+    if replies:
+        reply = replies[-1]
+        turns_before = bisect_left(starts, reply)
+        current = prefix[reply] - prefix[starts[turns_before - 1]] if turns_before else 0
+        system = sum(map(costs.__getitem__, pinned[: bisect_right(pinned, reply)]))
+        other.previous = (turns_before, current, system)
         if starts:
-            first = starts[0]
-            ends = [*starts[1:], size]
-            turns = list(map(operator.sub, map(at, ends), map(at, starts)))
-            other.current = turns.pop()
-            other.turn_costs = turns
-            other.orphan = prefix[first]
-            other.total = prefix[size] - prefix[first]
-        else:
-            other.orphan = prefix[size]
-        replies = list(compress(range(size), map(operator.eq, self.kinds, repeat(REPLY))))
-        if replies:
-            reply = replies[-1]
-            turns_before = bisect_left(starts, reply)
-            current = prefix[reply] - prefix[starts[turns_before - 1]] if turns_before else 0
-            system = sum(map(costs.__getitem__, pinned[: bisect_right(pinned, reply)]))
-            other.previous = (turns_before, current, system)
-            if starts:
-                after = replies[bisect_right(replies, starts[0]) :][-GROWTH_CALLS:]
-                other.replies.extend(map(operator.sub, map(at, after), repeat(prefix[starts[0]])))
-        return other
+            after = replies[bisect_right(replies, starts[0]) :][-GROWTH_CALLS:]
+            other.replies.extend(map(operator.sub, map(at, after), repeat(prefix[starts[0]])))
+    return other
 
 
 def previous_call(

@@ -14,6 +14,8 @@ import math
 import threading
 from collections import deque
 from collections.abc import Sequence
+from itertools import compress, repeat
+from operator import gt, truediv
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from langchain_core.messages import BaseMessage
@@ -22,7 +24,8 @@ from langchain_turntrim._core import check_count
 from langchain_turntrim._counting.additive import AdditiveCounter, checked_counts
 from langchain_turntrim._counting.approximate import ApproximateCounter
 from langchain_turntrim._counting.cache import CachedCounter
-from langchain_turntrim._counting.least_squares import Window, robust_fit
+from langchain_turntrim._counting.least_squares import Coefficients, Window, robust_fit
+from langchain_turntrim._counting.priced import Priced, reused
 from langchain_turntrim._counting.protocol import TokenCounter, refuse_class
 from langchain_turntrim._counting.tools import check_tools
 from langchain_turntrim._safe_repr import safe_repr
@@ -70,8 +73,10 @@ class CalibratedCounter(AdditiveCounter):
     robust linear fit ``reported ≈ ratio * base + per_message * n +
     per_request`` over the newest 64 calls (Huber-weighted least squares,
     pulled gently towards the plain ratio, so a few calls are enough and an odd
-    report does not move it far). The per-message and per-request terms catch
-    framing that the base counter does not price (a provider's role tokens,
+    report does not move it far; each call's fit resumes from the one before,
+    one reweighting round a call, and starts afresh after a shift). The
+    per-message and per-request terms catch framing that the base counter
+    does not price (a provider's role tokens,
     its prompt template), so short and long messages are both right; with
     fewer than three calls the fit is the median ratio alone.
 
@@ -123,6 +128,10 @@ class CalibratedCounter(AdditiveCounter):
         self._errors: deque[float] = deque(maxlen=SHIFT_CALLS)
         #: Calls observed since the fit (re)started: the warm-up margin holds until ``warmup``.
         self._since = 0
+        #: The fit the next one resumes from (None: the next one starts from scratch).
+        self._resume: Coefficients | None = None
+        #: The request a planner priced last (``priced``), for ``observe``.
+        self._priced: Priced | None = None
         self._state = Calibration(1.0, 0.0, 0.0, self.max_margin, 0)
 
     # -- the state -----------------------------------------------------------
@@ -167,12 +176,18 @@ class CalibratedCounter(AdditiveCounter):
         are a shift (new content, another model behind the same name): the
         fit then restarts from them, so it follows within 3 calls, with the
         warm-up margin until ``warmup`` calls of the new fit.
+
+        What a trimmer's plan just kept (the same message objects, each
+        counted field still the object it was counted from) is not counted
+        again: the plan's base counts are taken (``priced``).
         """
         if isinstance(input_tokens, bool) or not isinstance(input_tokens, (int, float)):
             msg = f"input_tokens must be a number, got {type(input_tokens).__name__}"
             raise TypeError(msg)
         state = self._state
-        base_each = checked_counts(self.base.count_each(messages), messages, self.base)
+        base_each = reused(self._priced, messages)
+        if base_each is None:
+            base_each = checked_counts(self.base.count_each(messages), messages, self.base)
         base = self.base.overhead + sum(base_each) + (self.base.count_tools(tools) if tools else 0)
         estimate = _estimate(state, base, len(messages))
         reason = _implausible(input_tokens, base, len(messages))
@@ -189,20 +204,28 @@ class CalibratedCounter(AdditiveCounter):
                 fitted = _estimate(state._replace(margin=0.0), base, len(messages))
                 self._errors.append(reported / fitted - 1 if fitted else 0.0)
             window.append(float(base), len(messages), reported)
+            resume = self._resume
             if _shifted(self._errors):
                 # The newest calls alone: the older ones describe what no longer holds.
                 window.keep_newest(SHIFT_CALLS)
                 self._errors.clear()
                 self._since = SHIFT_CALLS - 1
+                resume = None
                 logger.debug("CalibratedCounter: the provider's count shifted; refitting")
             self._since += 1
-            self._state = _fit(
+            self._state, self._resume = _fit(
                 window,
                 state.observations + 1,
                 settled=self._since >= self.warmup,
                 max_margin=self.max_margin,
+                start=resume,
             )
         return estimate
+
+    def priced(self, request: Priced) -> None:
+        """Note the request a plan priced last: its messages are what the
+        next ``observe`` is usually told was sent."""
+        self._priced = request
 
     def callback(self) -> CalibrationCallback:
         """A callback handler feeding this counter from a chat model's calls
@@ -245,11 +268,14 @@ class CalibratedCounter(AdditiveCounter):
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         del state["_lock"]
+        state["_priced"] = None  # messages: not the counter's to keep
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         if "_seen" in state:  # pickled before the window kept its sums
             state["_window"] = Window(WINDOW, state.pop("_seen"))
+        state.setdefault("_resume", None)  # pickled before fits resumed: the next one is whole
+        state.setdefault("_priced", None)
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
@@ -328,19 +354,36 @@ def _estimate(state: Calibration, base: float, n: int) -> int:
     return max(0, math.ceil(fitted * (1 + state.margin)))
 
 
-def _fit(window: Window, observations: int, *, settled: bool, max_margin: float) -> Calibration:
-    """The Huber-weighted fit of ``reported ≈ a * base + b * n + c`` over ``window``."""
+def _fit(
+    window: Window,
+    observations: int,
+    *,
+    settled: bool,
+    max_margin: float,
+    start: Coefficients | None = None,
+) -> tuple[Calibration, Coefficients | None]:
+    """The Huber-weighted fit of ``reported ≈ a * base + b * n + c`` over
+    ``window`` (resumed from ``start``, the fit before its newest observation,
+    if any), and what the next fit resumes from."""
     prior = window.prior()
     a, b, c = prior, 0.0, 0.0
+    resume = None
     if len(window) >= 3:  # noqa: PLR2004 - three parameters
-        a, b, c = robust_fit(window, prior, intercept=True)
-        if c < 0:  # a negative constant cannot be planned with: fit without one
-            a, b, c = robust_fit(window, prior, intercept=False)
+        a, b, c = robust_fit(window, prior, start)
+        resume = (a, b, c)
         if a <= 0:
             a, b, c = prior, 0.0, 0.0
+            resume = None
     margin = max_margin
     if settled:
-        fits = [a * x + b * n + c for x, n in zip(window.xs, window.ns, strict=True)]
-        worst = max([y / f - 1 for f, y in zip(fits, window.ys, strict=True) if f > 0], default=0.0)
-        margin = min(max_margin, max(0.0, worst))
-    return Calibration(a, b, c, margin, observations)
+        margin = min(max_margin, max(0.0, _worst(window, a, b, c)))
+    return Calibration(a, b, c, margin, observations), resume
+
+
+def _worst(window: Window, a: float, b: float, c: float) -> float:
+    """The largest under-estimate ``reported / fitted - 1`` of the window's
+    observations fitted above 0 (0 when there is none), in C passes."""
+    fits = window.fitted(a, b, c)
+    above = list(map(gt, fits, repeat(0.0)))
+    highest = max(map(truediv, compress(window.ys, above), compress(fits, above)), default=None)
+    return 0.0 if highest is None else highest - 1

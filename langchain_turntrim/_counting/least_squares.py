@@ -7,7 +7,8 @@ every refit starts from: the sums of the unweighted normal equations (in
 integers, so exact whatever the order) and the sorted ratios whose median is
 the prior. The first round of the fit is then O(1), and each reweighting
 round is a few passes in C over the window's columns: the same arithmetic, in
-the same order, as summing observation by observation.
+the same order, as summing observation by observation. A fit resumed from
+the one before (the window moved by one call) is one reweighting round.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import statistics
 from bisect import bisect_left, insort
 from collections import deque
 from collections.abc import Iterable, Iterator
-from operator import mul
+from itertools import repeat
+from operator import add, mul, sub, truediv
 from typing import Final
 
-__all__ = ["Window", "robust_fit"]
+__all__ = ["Coefficients", "Window", "robust_fit"]
 
 #: Huber's threshold, in robust standard deviations, and the reweighting rounds.
 _HUBER: Final = 1.5
@@ -27,6 +29,8 @@ _ROUNDS: Final = 4
 
 Observation = tuple[float, int, int]
 Matrix = list[list[float]]
+#: ``(a, b, c)`` of ``reported ≈ a * base + b * messages + c``.
+Coefficients = tuple[float, float, float]
 
 
 class Window:
@@ -104,13 +108,43 @@ class Window:
         ]
         return m, [sum(map(mul, wx, ys)), sum(map(mul, wn, ys)), sum(map(mul, weights, ys))]
 
+    def fitted(self, a: float, b: float, c: float) -> list[float]:
+        """``a * base + b * messages + c`` of each observation, in C passes
+        (each product and sum the same as written out)."""
+        products = map(add, map(mul, self.xs, repeat(a)), map(mul, self.ns, repeat(b)))
+        return list(map(add, products, repeat(c)))
+
     def residuals(self, a: float, b: float, c: float) -> list[float]:
         """``reported - (a * base + b * messages + c)`` of each observation."""
-        return [y - (a * x + b * n + c) for x, n, y in zip(self.xs, self.ns, self.ys, strict=True)]
+        return list(map(sub, self.ys, self.fitted(a, b, c)))
 
 
-def robust_fit(window: Window, prior: float, *, intercept: bool) -> tuple[float, float, float]:
-    """Huber-weighted (iteratively reweighted) least squares, with or without ``c``."""
+def robust_fit(window: Window, prior: float, start: Coefficients | None = None) -> Coefficients:
+    """Huber-weighted (iteratively reweighted) least squares with a constant
+    ``c``, or without one when it comes out negative (a negative constant
+    cannot be planned with).
+
+    From scratch (no ``start``): an unweighted solve, then up to three
+    rounds reweighted by the last solve's residuals. From ``start``, the fit
+    of the window before its newest observation (which moved it by one
+    call): one round, reweighted by ``start``'s residuals. Over a run of
+    observations that is the same iteration, a round a call, towards what
+    the window's fit settles on: each call then costs one round, not four.
+    """
+    if start is None:
+        fitted = _from_scratch(window, prior, intercept=True)
+        if fitted[2] < 0:
+            fitted = _from_scratch(window, prior, intercept=False)
+        return fitted
+    weights = _weights(window, start)
+    m, v = window.normal() if weights is None else window.weighted(weights)
+    solved = _solve(m, v, prior, intercept=True)
+    if solved is not None and solved[2] < 0:
+        solved = _solve(m, v, prior, intercept=False)
+    return (prior, 0.0, 0.0) if solved is None else solved
+
+
+def _from_scratch(window: Window, prior: float, *, intercept: bool) -> Coefficients:
     a, b, c = prior, 0.0, 0.0
     m, v = window.normal()
     for done in range(1, _ROUNDS + 1):
@@ -120,17 +154,28 @@ def robust_fit(window: Window, prior: float, *, intercept: bool) -> tuple[float,
         a, b, c = solved
         if done == _ROUNDS:  # the weights after the last round would go unused
             break
-        residuals = window.residuals(a, b, c)
-        scale = 1.4826 * statistics.median(map(abs, residuals))
-        if scale <= 0:
+        weights = _weights(window, solved)
+        if weights is None:
             break
-        m, v = window.weighted([min(1.0, _HUBER * scale / abs(r)) if r else 1.0 for r in residuals])
+        m, v = window.weighted(weights)
     return a, b, c
 
 
-def _solve(
-    m: Matrix, v: list[float], prior: float, *, intercept: bool
-) -> tuple[float, float, float] | None:
+def _weights(window: Window, fitted: Coefficients) -> list[float] | None:
+    """Huber's weights of the window's observations, by their residuals from
+    ``fitted``; None when it fits them all exactly (no scale)."""
+    magnitudes = list(map(abs, window.residuals(*fitted)))
+    scale = 1.4826 * statistics.median(magnitudes)
+    if scale <= 0:
+        return None
+    limit = _HUBER * scale
+    if 0.0 in magnitudes:  # fitted exactly: weighed in full
+        return [min(1.0, limit / r) if r else 1.0 for r in magnitudes]
+    # ``min(1.0, w)`` of each, without a call each.
+    return [w if w < 1.0 else 1.0 for w in map(truediv, repeat(limit), magnitudes)]  # noqa: FURB136
+
+
+def _solve(m: Matrix, v: list[float], prior: float, *, intercept: bool) -> Coefficients | None:
     """Weighted least squares, with a light ridge towards ``(prior, 0, 0)``."""
     size = 3 if intercept else 2
     m = [row[:size] for row in m[:size]]

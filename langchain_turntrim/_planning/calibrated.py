@@ -7,13 +7,16 @@ counts of the histories it planned (``CalibratedMemo``, a ``HistoryMemo``
 whose entries keep them, message by message, beside their ``Grouping``) and
 applies the calibration when it plans: under the state the history was last
 planned with, only the new messages are mapped and grouped; under a newer
-one, every remembered base count is mapped again and regrouped from the
-turns already found (``Grouping.recosted``), with nothing counted again.
+one (``observe`` changed it), the spec's cut maps only the newest turns it
+reads (``recost.plan_recosted``), and the next plan under that state maps
+every remembered base count again and regroups them from the turns already
+found (``Grouping.recosted``), for the plans after it: nothing is counted again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -23,9 +26,11 @@ from langchain_turntrim._core import Grouping, TrimPlan, check_kinds, plan_costs
 from langchain_turntrim._core.depth import Cut
 from langchain_turntrim._counting.calibrated import CalibratedCounter, Calibration
 from langchain_turntrim._counting.keys import Fields
+from langchain_turntrim._counting.priced import Priced
 from langchain_turntrim._messages import check_messages, message_kinds
 from langchain_turntrim._planning.additive import AdditivePlanner
 from langchain_turntrim._planning.memo import Count, HistoryMemo, _Entry
+from langchain_turntrim._planning.recost import Rate, plan_recosted
 
 __all__ = ["CalibratedMemo", "CalibratedPlanner"]
 
@@ -34,12 +39,16 @@ class _BaseEntry(_Entry):
     """A remembered history with its base counts (``grouping`` groups them),
     and its grouping under the calibration it was last planned with."""
 
-    __slots__ = ("base", "calibrated", "state")
+    __slots__ = ("base", "calibrated", "fields", "glimpsed", "state")
 
     def __init__(self) -> None:
         super().__init__()
         self.base: list[int] = []
+        #: The fields each base count was made from (``message_fields``).
+        self.fields: list[Fields] = []
         self.state: Calibration | None = None
+        #: The state of the last plan that mapped only the turns it read.
+        self.glimpsed: Calibration | None = None
         self.calibrated = Grouping()
 
     def extend(
@@ -48,9 +57,41 @@ class _BaseEntry(_Entry):
         def counted(new: Sequence[BaseMessage], fields: Sequence[Fields]) -> list[int]:
             costs = count(new, fields)
             self.base.extend(costs)
+            self.fields.extend(fields)
             return costs
 
         super().extend(messages, kinds, counted)
+
+    def plan(
+        self,
+        counter: CalibratedCounter,
+        state: Calibration,
+        max_tokens: int,
+        overhead: int,
+        trim_to: int | Cut | None,
+    ) -> TrimPlan:
+        """This history's plan under ``state``. The first plan under a new
+        state, with the spec's cut, maps only the turns it reads; the next
+        one under that state maps and groups them all, for the plans after."""
+        if state not in (self.state, self.glimpsed) and trim_to is None:
+            self.glimpsed = state
+            scale = 1 + state.margin
+            rate = Rate(state.ratio * scale, state.per_message * scale)
+            calibrate = partial(counter.calibrated, state)
+            return plan_recosted(self.grouping, self.base, calibrate, rate, max_tokens, overhead)
+        return self.under(counter, state).plan(max_tokens, overhead, trim_to)
+
+    def kept(self, plan: TrimPlan) -> Priced:
+        """What ``plan`` keeps of this history, with the fields and base
+        counts its messages were counted from (``observe`` may reuse them)."""
+        keep_from = plan.keep_from
+        pinned = [i for i in plan.pinned if i < keep_from]
+        messages, fields, base = self.messages, self.fields, self.base
+        return Priced(
+            [*map(messages.__getitem__, pinned), *messages[keep_from:]],
+            [*map(fields.__getitem__, pinned), *fields[keep_from:]],
+            [*map(base.__getitem__, pinned), *base[keep_from:]],
+        )
 
     def under(self, counter: CalibratedCounter, state: Calibration) -> Grouping:
         """The grouping of this history's calibrated counts under ``state``."""
@@ -100,7 +141,8 @@ class CalibratedMemo(HistoryMemo):
             check_messages(messages)
             entry = _BaseEntry()
         entry = self.extended(entry, messages, listed, base.costs_of)
-        plan = entry.under(counter, state).plan(max_tokens, overhead, trim_to)
+        plan = entry.plan(counter, state, max_tokens, overhead, trim_to)
+        counter.priced(entry.kept(plan))
         self._put(entry, base)
         return with_unanswered(plan, entry.calls.of_request())
 
