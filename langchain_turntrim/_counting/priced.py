@@ -22,23 +22,36 @@ __all__ = ["Priced", "reused"]
 
 
 class Priced(NamedTuple):
-    """The messages a plan kept, the fields each was counted from
-    (``message_fields``) and their base counts."""
+    """What a plan kept of a remembered history: its pinned messages before
+    ``keep_from``, then every message from ``keep_from`` to ``size``. The
+    history's messages, the fields each was counted from
+    (``message_fields``) and their base counts are its lists, which only
+    grow: nothing is copied until ``observe`` asks (most trims are not
+    observed before the next one)."""
 
-    messages: list[BaseMessage]
-    fields: list[Fields]
-    base: list[int]
+    messages: Sequence[BaseMessage]
+    fields: Sequence[Fields]
+    base: Sequence[int]
+    pinned: tuple[int, ...]
+    keep_from: int
+    size: int
 
 
 def reused(priced: Priced | None, messages: Sequence[BaseMessage]) -> list[int] | None:
-    """The base counts of ``messages`` noted in ``priced``, if they are its
-    messages (the same objects, in order) and each counted field is still
-    the object it was counted from; else None (they are to be counted)."""
-    if priced is None or len(priced.messages) != len(messages):
+    """The base counts of ``messages`` noted in ``priced``, if they are what it
+    kept (the same objects, in order) and each counted field is still the
+    object it was counted from; else None (they are to be counted)."""
+    if priced is None:
+        return None
+    kept = [*priced.pinned, *range(priced.keep_from, priced.size)]
+    if len(kept) != len(messages):
         return None
     is_ = operator.is_
-    if not all(map(is_, priced.messages, messages)):
+    if not all(map(is_, map(priced.messages.__getitem__, kept), messages)):
         return None
     fields = read_fields(messages, range(len(messages)))[1]
     fields_of = chain.from_iterable
-    return priced.base if all(map(is_, fields_of(fields), fields_of(priced.fields))) else None
+    then = fields_of(map(priced.fields.__getitem__, kept))
+    if not all(map(is_, fields_of(fields), then)):
+        return None
+    return list(map(priced.base.__getitem__, kept))

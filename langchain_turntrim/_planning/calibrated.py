@@ -85,13 +85,8 @@ class _BaseEntry(_Entry):
         """What ``plan`` keeps of this history, with the fields and base
         counts its messages were counted from (``observe`` may reuse them)."""
         keep_from = plan.keep_from
-        pinned = [i for i in plan.pinned if i < keep_from]
-        messages, fields, base = self.messages, self.fields, self.base
-        return Priced(
-            [*map(messages.__getitem__, pinned), *messages[keep_from:]],
-            [*map(fields.__getitem__, pinned), *fields[keep_from:]],
-            [*map(base.__getitem__, pinned), *base[keep_from:]],
-        )
+        pinned = tuple(i for i in plan.pinned if i < keep_from)
+        return Priced(self.messages, self.fields, self.base, pinned, keep_from, plan.size)
 
     def under(self, counter: CalibratedCounter, state: Calibration) -> Grouping:
         """The grouping of this history's calibrated counts under ``state``."""
