@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import tiktoken.load
+from hypothesis import settings
 
 from tests.helpers import snapshot
 from tests.lc import NetworkUsedError
@@ -18,6 +19,11 @@ from tests.lc import NetworkUsedError
 # tiktoken caches a BPE file under the SHA-1 hex digest of its download URL,
 # https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken.
 CL100K_CACHE_KEY = "9b5ad71b2ce5302211f9c61530b329a4922fc6a4"
+#: Speed is measured by the benchmarks, never by a deadline: on a busy machine
+#: an example can take hundreds of times its usual time.
+settings.register_profile("turntrim", deadline=None)
+settings.load_profile("turntrim")
+
 #: Histories longer than this are not snapshotted (the scale tests' millions).
 SNAPSHOT_LIMIT = 20_000
 
