@@ -982,3 +982,16 @@ def test_whole_list_compaction_is_as_good_as_additive_compaction(
         assert report.compaction is not None
         # It uses the budget about as well (it searches, at most 6 counts).
         assert report.tokens_after >= 0.8 * expected.tokens_after - 20
+
+
+def test_a_remembered_whole_list_compaction_keeps_what_a_fresh_one_keeps() -> None:
+    # Found by the differential test: the search spent its counts only on
+    # requests the cache did not hold, so a warm trim searched further and
+    # kept more than the cold one ("Hel…!" against the marker alone).
+    def counter(messages: list[BaseMessage]) -> int:
+        return 3 + sum(math.ceil(1.3 * count_tokens_approximately([m])) for m in messages)
+
+    history = [HumanMessage("Hello, world!" * 24, id="m0")]
+    trimmer = TurnTrimmer(27, token_counter=per_list(counter), on_overflow="compact")
+    cold, *warm = (trimmer.trim(history) for _ in range(3))
+    assert all(kept == cold for kept in warm)

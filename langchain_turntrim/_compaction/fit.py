@@ -155,15 +155,12 @@ def fit_whole_list(
     calls = 0
 
     def attempt(room: int) -> _Attempt:
+        # Every candidate spends one of the counts, remembered or not: the
+        # search, and so what is kept, must not depend on what the cache holds.
         nonlocal calls
+        calls += 1
         tried = turn.ladder(counter.count_each, keep_tool_results, room)
-        request = turn.request(tried)
-        remembered = counter.remembered(request, tools)
-        if remembered is None:
-            calls += 1
-            tried.total = counter.count(request, tools)
-        else:
-            tried.total = remembered
+        tried.total = counter.count(turn.request(tried), tools)
         return tried
 
     best = attempt(0)  # the skeleton
