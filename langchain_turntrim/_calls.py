@@ -28,7 +28,14 @@ Unanswered = tuple[tuple[int, frozenset[str]], ...]
 
 def _ids(calls: Iterable[Any]) -> set[str]:
     """The ids of an assistant message's calls (valid or not), as str."""
-    return {i if type(i) is str else str(i) for i in (c.get("id") for c in calls) if i}
+    try:
+        found = {c.get("id") for c in calls}
+    except TypeError:  # an id that cannot be hashed
+        found = {None}
+    for i in found:
+        if type(i) is not str or not i:  # a missing, empty or other id: made a str, or left out
+            return {i if type(i) is str else str(i) for i in (c.get("id") for c in calls) if i}
+    return found
 
 
 def answered(message: BaseMessage) -> list[str]:

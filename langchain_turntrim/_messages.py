@@ -30,6 +30,7 @@ from langchain_turntrim._core import (
     START,
     describe,
 )
+from langchain_turntrim._core.kinds import positions
 from langchain_turntrim._safe_repr import safe_repr
 
 __all__ = [
@@ -65,6 +66,8 @@ _CLASS_KINDS: Final = (
 _KIND_BY_TYPE: dict[type[BaseMessage], int] = dict(_CLASS_KINDS)
 #: ``frozenset.__contains__`` scans a list in C faster than ``int.__eq__`` does.
 _IS_START: Final = frozenset((START,)).__contains__
+#: Up to this many messages, a history's kinds are scanned without ``positions``' bytes.
+_SHORT: Final = 256
 _CONTENT_AND_EXTRA: Final = attrgetter("content", "additional_kwargs")
 
 
@@ -204,17 +207,23 @@ def message_kinds(messages: Sequence[BaseMessage]) -> list[int]:
       (``additional_kwargs["lc_source"] == "summarization"``) is an ``ANCHOR``:
       pinned, and opening a turn for the messages it precedes.
     """
-    kinds: list[int | None] = list(map(_KIND_BY_TYPE.get, map(type, messages)))
-    if None in kinds:
+    try:
+        kinds: list[int] = list(map(_KIND_BY_TYPE.__getitem__, map(type, messages)))
+    except KeyError:  # a class not seen yet, a chat role to read, or not a message
+        kinds = list(map(_KIND_BY_TYPE.get, map(type, messages)))  # type: ignore[arg-type]
         for i, kind in enumerate(kinds):
             if kind is None:
                 kinds[i] = _classify(i, messages[i])
-    starts = list(compress(range(len(kinds)), map(_IS_START, kinds)))  # C-level scans
-    humans = [messages[i] for i in starts]
+    starts = (  # C-level scans
+        positions(bytes(kinds), START)
+        if len(kinds) > _SHORT
+        else list(compress(range(len(kinds)), map(_IS_START, kinds)))
+    )
+    humans = list(map(messages.__getitem__, starts))
     for i, (content, extra) in zip(starts, map(_CONTENT_AND_EXTRA, humans), strict=True):
         if extra or type(content) is list:
             kinds[i] = human_kind(messages[i])
-    return kinds  # type: ignore[return-value]
+    return kinds
 
 
 def human_kind(message: BaseMessage) -> int:

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langchain_turntrim import TrimPlan, plan_trim, trim_history
+from langchain_turntrim._core.kinds import positions
 from tests.helpers import rec, snapshot
 from tests.records import histories_and_budgets
 from tests.reference import PINNED_ROLES, reference_start_moved, reference_trim
@@ -362,3 +363,17 @@ def test_bad_messages(messages: Any, error: type[Exception], fragment: str) -> N
 def test_bad_budget_is_reported_before_bad_messages() -> None:
     with pytest.raises(ValueError, match="max_tokens"):
         trim_history([rec("x", "User", 1)], -1)
+
+
+@given(
+    st.lists(st.integers(0, 4), max_size=600)
+    | st.lists(st.sampled_from([1, 2, 4]), max_size=600).map(lambda k: [0, *k]),
+    st.sets(st.integers(0, 4), min_size=1),
+)
+def test_positions_finds_every_index_of_the_kinds_wanted(
+    kinds: list[int], wanted: set[int]
+) -> None:
+    # Dense and sparse matches (one pinned message among hundreds) take different paths.
+    assert positions(bytes(kinds), *sorted(wanted)) == [
+        i for i, kind in enumerate(kinds) if kind in wanted
+    ]

@@ -490,6 +490,21 @@ def test_a_warm_trimmer_finds_a_call_answered_later() -> None:
     assert trimmer.trim(history)[1] is history[1]
 
 
+@pytest.mark.parametrize("ident", [5, ["x"]], ids=["int", "unhashable"])
+def test_a_call_id_that_is_not_text_is_answered_by_its_text(ident: object) -> None:
+    # Built without validation, as a message reassigned in place may be.
+    reply = AIMessage.model_construct(
+        content="", id="a", tool_calls=[{"name": "f", "args": {}, "id": ident, "type": "tool_call"}]
+    )
+    history = [HumanMessage("go", id="u"), reply, ToolMessage("ok", tool_call_id=str(ident))]
+    for cache_size in (0, 128):
+        trimmer = TurnTrimmer(max_tokens=100_000, cache_size=cache_size)
+        for _ in range(3):  # cold, noted, remembered
+            assert trimmer.trim(history) == history
+    unanswered = [*history[:2], ToolMessage("ok", tool_call_id="other", id="t")]
+    assert [m.id for m in TurnTrimmer(max_tokens=100_000).trim(unanswered)] == ["u", "t"]
+
+
 # -- ChatMessage roles ---------------------------------------------------------------------
 
 

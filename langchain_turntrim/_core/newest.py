@@ -18,7 +18,7 @@ from operator import sub
 from typing import Final, overload
 
 from langchain_turntrim._core.grouping import Grouping
-from langchain_turntrim._core.kinds import ANCHOR, CONTINUE, PINNED, REPLY, START
+from langchain_turntrim._core.kinds import ANCHOR, CONTINUE, PINNED, REPLY, START, positions
 from langchain_turntrim._core.plan import TrimPlan, plan_turns
 
 __all__ = ["plan_newest"]
@@ -26,8 +26,6 @@ __all__ = ["plan_newest"]
 #: Counts the messages at some indices (checked ints, one per index).
 CountAt = Callable[[Sequence[int]], list[int]]
 
-_IS_PINNED: Final = frozenset((PINNED, ANCHOR)).__contains__
-_IS_START: Final = frozenset((START, ANCHOR)).__contains__
 _NOT_PINNED: Final = frozenset((START, CONTINUE, REPLY)).__contains__
 #: The fewest messages counted at a time from the end (the first chunk).
 _FIRST_CHUNK: Final = 64
@@ -41,10 +39,10 @@ class _Tail:
     ``start`` to the end: extended towards the oldest message in chunks of
     about what the budget's ``room`` still needs, at the counts' average so far."""
 
-    __slots__ = ("costs", "count", "kinds", "room", "start", "total")
+    __slots__ = ("costs", "count", "kinds", "marks", "room", "start", "total")
 
-    def __init__(self, kinds: Sequence[int], count: CountAt, room: int) -> None:
-        self.kinds, self.count, self.room = kinds, count, room
+    def __init__(self, kinds: Sequence[int], marks: bytes, count: CountAt, room: int) -> None:
+        self.kinds, self.marks, self.count, self.room = kinds, marks, count, room
         self.start = len(kinds)
         self.costs: list[int] = []
         self.total = 0
@@ -54,9 +52,10 @@ class _Tail:
         if index >= self.start:
             return
         start = max(0, min(index, self.start - self._chunk()))
-        unpinned = list(
-            compress(range(start, self.start), map(_NOT_PINNED, self.kinds[start : self.start]))
-        )
+        chunk = self.marks[start : self.start]
+        unpinned: Sequence[int] = range(start, self.start)
+        if PINNED in chunk or ANCHOR in chunk:
+            unpinned = list(compress(unpinned, map(_NOT_PINNED, self.kinds[start : self.start])))
         counted = self.count(unpinned) if unpinned else []
         if len(unpinned) == self.start - start:  # no pinned message among them (the usual chunk)
             costs = counted
@@ -142,16 +141,17 @@ def plan_newest(
     counting (``count``) the pinned ones and, from the end, only what the
     plan reads; ``tokens_before`` and ``growth`` are computed when read."""
     size = len(kinds)
-    pinned = list(compress(range(size), map(_IS_PINNED, kinds)))
-    starts = list(compress(range(size), map(_IS_START, kinds)))
+    marks = bytes(kinds)  # every scan of a long history below is in C
+    pinned = positions(marks, PINNED, ANCHOR)
+    starts = positions(marks, START, ANCHOR)
     pinned_costs = count(pinned) if pinned else []
     system = sum(pinned_costs)
-    tail = _Tail(kinds, count, max_tokens - system - overhead)
+    tail = _Tail(kinds, marks, count, max_tokens - system - overhead)
     turn_costs = _TurnCosts(starts, size, tail)
     previous = None
-    if REPLY in kinds:
-        # The newest reply: the history before it is what the previous call was sent.
-        reply = size - 1 - list(reversed(kinds)).index(REPLY)
+    # The newest reply: the history before it is what the previous call was sent.
+    reply = marks.rfind(REPLY)
+    if reply >= 0:
         turns = bisect_left(starts, reply)
         current = tail.sum(starts[turns - 1], reply) if turns else 0
         previous = (turns, current, sum(pinned_costs[: bisect_left(pinned, reply)]) + overhead)

@@ -185,7 +185,10 @@ def cold_plan(
         return unanswered_calls(plan, messages, kinds)
 
     def count_at(indices: Sequence[int]) -> list[int]:
-        chosen = list(map(messages.__getitem__, indices))
+        if type(indices) is range:  # the usual chunk: a run of messages
+            chosen = list(messages[indices.start : indices.stop])
+        else:
+            chosen = list(map(messages.__getitem__, indices))
         try:
             return counter.costs(chosen)
         except (TypeError, ValueError):
