@@ -56,12 +56,16 @@ class Planner(Protocol[_T_contra]):
         tools: Sequence[Any] = (),
         trim_to: int | Cut | None = None,
         pinned_alone: bool = True,
+        again: bool = False,
     ) -> TrimPlan:
         """The spec's plan of ``messages`` (of turn kinds ``kinds``, when
         known), sent with ``tools``, with ``trim_to``'s stable cut.
         ``pinned_alone=False``: when no turn fits, the pinned messages will
         not be kept alone (the overflow rule raises or compacts), so their
-        tokens need not be measured exactly."""
+        tokens need not be measured exactly. ``again``: the very messages,
+        kinds and tools this thread's previous plan was given, within the same
+        decision, planned with another ``trim_to``: a planner that remembers
+        histories need not check again what that plan just checked."""
         ...
 
     def compact(
@@ -181,5 +185,6 @@ def _auto(
             tools=tools,
             trim_to=cut,
             pinned_alone=pinned_alone,
+            again=True,
         )
     return plan, Depth(level, cache.price, cache.cold, greedy)

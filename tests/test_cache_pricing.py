@@ -20,6 +20,7 @@ from langchain_turntrim import (
     DEFAULT_CACHE_PRICE,
     CachePrice,
     CacheRule,
+    CalibratedCounter,
     TrimOptions,
     TurnTrimmer,
     cache_price_for,
@@ -33,6 +34,7 @@ from langchain_turntrim._core.depth import GROWTH_CALLS, Cut, auto_cut, auto_lev
 from langchain_turntrim._core.grouping import Grouping
 from langchain_turntrim._middleware import TurnTrimMiddleware
 from langchain_turntrim._pipeline import CacheCall
+from langchain_turntrim._planning.memo import _Entry
 from langchain_turntrim._state_middleware import TurnTrimStateMiddleware
 from langchain_turntrim._usage import cache_usage
 
@@ -408,6 +410,46 @@ def test_a_cold_call_cuts_and_warm_calls_keep_its_cut(how: str, ids: bool):
     report = middleware.trim_request(request(history))[1]
     assert report.depth is not None
     assert report.depth.cold
+
+
+@pytest.mark.parametrize("token_counter", ["approximate", "calibrated"])
+def test_a_cache_priced_call_checks_the_history_once(
+    token_counter: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The priced cut is a second plan of the same request: the history the
+    greedy plan just checked is not checked again, and the cut is the one a
+    trimmer that remembers nothing plans."""
+    checks: list[int] = []
+    matches = _Entry.matches
+
+    def counted(entry: _Entry, *args: Any) -> bool:
+        checks.append(1)
+        return matches(entry, *args)
+
+    monkeypatch.setattr(_Entry, "matches", counted)
+    history = chat(52)
+
+    def cold_call(cache_size: int) -> tuple[list[Any], Any]:
+        counter = CalibratedCounter() if token_counter == "calibrated" else token_counter
+        clock = Clock()
+        middleware = TurnTrimMiddleware(
+            12_000, trim_to="auto", clock=clock, token_counter=counter, cache_size=cache_size
+        )
+        provider = Provider(clock)
+        for _ in range(2):  # the history is remembered from its second plan on
+            call(middleware, request(history), provider, "sync")
+        clock.now += 301  # cold: the greedy plan, then the priced cut
+        checks.clear()
+        trimmed, report = middleware.trim_request(request(history))
+        assert report.depth is not None
+        assert report.depth.cold
+        assert report.dropped_turns > report.depth.greedy.dropped_turns  # cut deeper than greedy
+        return trimmed.messages, report.plan
+
+    remembered = cold_call(16_384)
+    assert len(checks) == 1
+    assert cold_call(0) == remembered
+    assert not checks  # nothing remembered, nothing checked
 
 
 def test_untimed_auto_does_not_cut_a_history_that_fits():

@@ -100,7 +100,7 @@ class WarmAgreesWithCold(RuleBasedStateMachine):
     @initialize(
         counter=st.sampled_from(sorted(COUNTERS)),
         max_tokens=st.sampled_from([0, 40, 150, 600, 10**6]),
-        trim_to=st.sampled_from([None, 0.5]),
+        trim_to=st.sampled_from([None, 0.5, "auto"]),
         on_overflow=st.sampled_from(["drop", "compact"]),
         cache_size=st.sampled_from([3, 16_384]),
         start=lcst.conversations(max_turns=3),
@@ -109,7 +109,7 @@ class WarmAgreesWithCold(RuleBasedStateMachine):
         self,
         counter: str,
         max_tokens: int,
-        trim_to: float | None,
+        trim_to: float | str | None,
         on_overflow: str,
         cache_size: int,
         start: list[BaseMessage],
@@ -117,7 +117,7 @@ class WarmAgreesWithCold(RuleBasedStateMachine):
         self.options = {
             "max_tokens": max_tokens,
             "token_counter": COUNTERS[counter],
-            "trim_to": None if trim_to is None else int(max_tokens * trim_to),
+            "trim_to": trim_to if not isinstance(trim_to, float) else int(max_tokens * trim_to),
             "on_overflow": on_overflow,
             "cache_size": cache_size,
         }

@@ -282,6 +282,7 @@ class _RecordsPlanner(_TranscriptPlanner):
         tools: Sequence[Any] = (),  # noqa: ARG002 - records have no tools
         trim_to: int | Cut | None = None,
         pinned_alone: bool = True,  # noqa: ARG002 - every count is exact here
+        again: bool = False,  # noqa: ARG002 - planned afresh: it is cheap
     ) -> TrimPlan:
         level = trim_to.level if isinstance(trim_to, Cut) else trim_to  # never a Cut here
         return plan_trim(messages, max_tokens, trim_to=level)
@@ -315,6 +316,7 @@ class _PlainPlanner(_TranscriptPlanner):
         tools: Sequence[Any] = (),  # noqa: ARG002 - a plain transcript has none
         trim_to: int | Cut | None = None,
         pinned_alone: bool = True,  # noqa: ARG002 - every count is exact here
+        again: bool = False,  # noqa: ARG002 - planned afresh: it is cheap
     ) -> TrimPlan:
         return plan_costs(self.kinds, self.costs, max_tokens, REPLY_PRIMING, trim_to)
 

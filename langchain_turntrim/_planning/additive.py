@@ -55,9 +55,11 @@ class AdditivePlanner(CountingPlanner):
         tools: Sequence[Any] = (),
         trim_to: int | Cut | None = None,
         pinned_alone: bool = True,  # noqa: ARG002 - every count is exact here
+        again: bool = False,
     ) -> TrimPlan:
         """The plan of ``messages`` (of turn kinds ``kinds``, when known) sent
-        with ``tools``, whose price is part of ``overhead_tokens``."""
+        with ``tools``, whose price is part of ``overhead_tokens``; ``again``:
+        see ``_pipeline.Planner``."""
         if kinds is not None:
             kinds = check_kinds(kinds, len(messages))
         counter = self.counter
@@ -67,7 +69,9 @@ class AdditivePlanner(CountingPlanner):
             self._priced = (tools, price)
             overhead += price
         if self.memo is not None:
-            return self.memo.plan(messages, kinds, counter, max_tokens, overhead, trim_to)
+            return self.memo.plan(
+                messages, kinds, counter, max_tokens, overhead, trim_to, again=again
+            )
         kinds = message_kinds(messages) if kinds is None else kinds
         return cold_plan(messages, kinds, counter, max_tokens, overhead, trim_to)
 

@@ -15,6 +15,7 @@ found (``Grouping.recosted``), for the plans after it: nothing is counted again.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -29,7 +30,7 @@ from langchain_turntrim._counting.keys import Fields
 from langchain_turntrim._counting.priced import Priced
 from langchain_turntrim._messages import check_messages, message_kinds
 from langchain_turntrim._planning.additive import AdditivePlanner
-from langchain_turntrim._planning.memo import Count, HistoryMemo, _Entry
+from langchain_turntrim._planning.memo import Count, HistoryMemo, _dead, _Entry
 from langchain_turntrim._planning.recost import Rate, plan_recosted
 
 __all__ = ["CalibratedMemo", "CalibratedPlanner"]
@@ -115,30 +116,37 @@ class CalibratedMemo(HistoryMemo):
         max_tokens: int,
         tools: Sequence[Any],
         trim_to: int | Cut | None,
+        *,
+        again: bool = False,
     ) -> TrimPlan:
         """The plan of ``messages`` under ``counter``'s current calibration
         (one state for every count and the request's constant): the base
-        counter counts only what the remembered history they start with lacks."""
+        counter counts only what the remembered history they start with lacks.
+        ``again``: as for ``HistoryMemo.plan``."""
         state = counter.calibration
         overhead = counter.constant(state, tools)
         base = counter.base
         listed = None if kinds is None else check_kinds(kinds, len(messages))
-        entry = self._take(messages)
-        if not isinstance(entry, _BaseEntry) or not entry.matches(messages, listed):
-            entry = None
-        if entry is None:
-            if not self._sighted(messages):
-                listed = message_kinds(messages) if listed is None else listed
-                costs = counter.calibrated(state, base.costs(messages))
-                self._sight(messages)
-                plan = plan_costs(listed, costs, max_tokens, overhead, trim_to)
-                return unanswered_calls(plan, messages, listed)
-            check_messages(messages)
-            entry = _BaseEntry()
-        entry = self.extended(entry, messages, listed, base.costs_of)
+        entry = self._take_checked(messages) if again else None
+        if not isinstance(entry, _BaseEntry):  # a calibrated memo holds no other
+            self._local.checked = _dead
+            entry = self._take(messages)
+            if not isinstance(entry, _BaseEntry) or not entry.matches(messages, listed):
+                entry = None
+            if entry is None:
+                if not self._sighted(messages):
+                    listed = message_kinds(messages) if listed is None else listed
+                    costs = counter.calibrated(state, base.costs(messages))
+                    self._sight(messages)
+                    plan = plan_costs(listed, costs, max_tokens, overhead, trim_to)
+                    return unanswered_calls(plan, messages, listed)
+                check_messages(messages)
+                entry = _BaseEntry()
+            entry = self.extended(entry, messages, listed, base.costs_of)
         plan = entry.plan(counter, state, max_tokens, overhead, trim_to)
         counter.priced(entry.kept(plan))
         self._put(entry, base)
+        self._local.checked = weakref.ref(entry)
         return with_unanswered(plan, entry.calls.of_request())
 
     @staticmethod
@@ -183,10 +191,13 @@ class CalibratedPlanner(AdditivePlanner):
         tools: Sequence[Any] = (),
         trim_to: int | Cut | None = None,
         pinned_alone: bool = True,
+        again: bool = False,
     ) -> TrimPlan:
         memo = self.memo
         if not isinstance(memo, CalibratedMemo):
             return super().plan(
                 messages, kinds, max_tokens, tools=tools, trim_to=trim_to, pinned_alone=pinned_alone
             )
-        return memo.plan_under(messages, kinds, self.counter, max_tokens, tools, trim_to)
+        return memo.plan_under(
+            messages, kinds, self.counter, max_tokens, tools, trim_to, again=again
+        )

@@ -223,7 +223,9 @@ class HistoryMemo:
     def __init__(self, max_messages: int) -> None:
         self.max_messages = max_messages
         self._entries: list[_Entry] = []  # the most recent first
-        #: ``planned``: a weak reference to the entry this thread's last plan used.
+        #: This thread's last plan: weak references to the entry it used
+        #: (``entry``, for ``planned``) and to the one whose messages it checked
+        #: (``checked``, for a plan ``again``; a calibrated history's too).
         self._local = threading.local()
         #: (last message, length) of the histories planned once, the most recent first.
         self._sightings: list[tuple[BaseMessage, int]] = []
@@ -246,12 +248,38 @@ class HistoryMemo:
         max_tokens: int,
         overhead: int,
         trim_to: int | Cut | None,
+        *,
+        again: bool = False,
     ) -> TrimPlan:
         """The plan of ``messages``: counted (by ``counter``) and grouped only
-        after the most recent remembered history they start with, if any."""
+        after the most recent remembered history they start with, if any.
+        ``again``: they are the very list this thread's previous plan was just
+        given (``Planner.plan``): the history it left remembered, whose fields
+        it checked, is planned without checking them again."""
         if kinds is not None:
             kinds = check_kinds(kinds, len(messages))
-        self._local.entry = _dead
+        entry = self._take_checked(messages) if again else None
+        if entry is None:
+            self._local.entry = self._local.checked = _dead
+            entry = self._grown(messages, kinds, counter)
+            if entry is None:  # not planned before: noted, and counted afresh
+                kinds = message_kinds(messages) if kinds is None else kinds
+                self._sight(messages)
+                return cold_plan(messages, kinds, counter, max_tokens, overhead, trim_to)
+        plan = with_unanswered(
+            entry.grouping.plan(max_tokens, overhead, trim_to), entry.calls.of_request()
+        )
+        self._put(entry, counter)
+        self._local.entry = self._local.checked = weakref.ref(entry)
+        return plan
+
+    def _grown(
+        self, messages: Sequence[BaseMessage], kinds: list[int] | None, counter: AdditiveCounter
+    ) -> _Entry | None:
+        """The remembered history ``messages`` start with, taken out of the
+        memo and extended with their newer messages (a new one when they
+        start with none but were planned before); None when they were not
+        planned before."""
         entry = self._take(messages)
         if entry is not None and not entry.matches(messages, kinds):
             entry.file(counter)  # for the messages that did not change
@@ -262,9 +290,7 @@ class HistoryMemo:
             # (a history restored from a checkpoint, a thread forked from another).
             self.file_all(counter)
             if not self._sighted(messages):
-                kinds = message_kinds(messages) if kinds is None else kinds
-                self._sight(messages)
-                return cold_plan(messages, kinds, counter, max_tokens, overhead, trim_to)
+                return None
             check_messages(messages)
             entry = _Entry()
         try:
@@ -280,12 +306,23 @@ class HistoryMemo:
             entry.file(counter)
             entry = _Entry()
             entry.extend(messages, kinds, counter.costs_of)
-        plan = with_unanswered(
-            entry.grouping.plan(max_tokens, overhead, trim_to), entry.calls.of_request()
-        )
-        self._put(entry, counter)
-        self._local.entry = weakref.ref(entry)
-        return plan
+        return entry
+
+    def _take_checked(self, messages: Sequence[BaseMessage]) -> _Entry | None:
+        """Take out of the memo the entry whose messages this thread's last
+        plan checked, if it remembers exactly ``messages`` (the same objects,
+        as many): another thread may have taken it, grown it or dropped it."""
+        last: _Entry | None = getattr(self._local, "checked", _dead)()
+        if last is None:
+            return None
+        with self._lock:
+            if last not in self._entries:
+                return None
+            known = last.messages
+            if len(known) != len(messages) or not all(map(operator.is_, known, messages)):
+                return None
+            self._entries.remove(last)
+        return last
 
     def planned(self, messages: Sequence[BaseMessage]) -> Compactions | None:
         """The compactions of ``messages`` as this thread's last plan found

@@ -91,6 +91,7 @@ class WholeListPlanner(CountingPlanner):
         tools: Sequence[Any] = (),
         trim_to: int | Cut | None = None,
         pinned_alone: bool = True,
+        again: bool = False,  # noqa: ARG002 - counts of whole requests: searched again
     ) -> TrimPlan:
         kinds = message_kinds(messages) if kinds is None else check_kinds(kinds, len(messages))
         approximate = _ESTIMATE.count_each(messages)
