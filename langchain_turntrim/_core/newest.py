@@ -39,11 +39,11 @@ class _Tail:
     ``start`` to the end: extended towards the oldest message in chunks of
     about what the budget's ``room`` still needs, at the counts' average so far."""
 
-    __slots__ = ("costs", "count", "kinds", "marks", "room", "start", "total")
+    __slots__ = ("costs", "count", "marks", "room", "start", "total")
 
-    def __init__(self, kinds: Sequence[int], marks: bytes, count: CountAt, room: int) -> None:
-        self.kinds, self.marks, self.count, self.room = kinds, marks, count, room
-        self.start = len(kinds)
+    def __init__(self, marks: bytes, count: CountAt, room: int) -> None:
+        self.marks, self.count, self.room = marks, count, room  # marks: the kinds as bytes
+        self.start = len(marks)
         self.costs: list[int] = []
         self.total = 0
 
@@ -55,7 +55,7 @@ class _Tail:
         chunk = self.marks[start : self.start]
         unpinned: Sequence[int] = range(start, self.start)
         if PINNED in chunk or ANCHOR in chunk:
-            unpinned = list(compress(unpinned, map(_NOT_PINNED, self.kinds[start : self.start])))
+            unpinned = list(compress(unpinned, map(_NOT_PINNED, chunk)))
         counted = self.count(unpinned) if unpinned else []
         if len(unpinned) == self.start - start:  # no pinned message among them (the usual chunk)
             costs = counted
@@ -146,7 +146,7 @@ def plan_newest(
     starts = positions(marks, START, ANCHOR)
     pinned_costs = count(pinned) if pinned else []
     system = sum(pinned_costs)
-    tail = _Tail(kinds, marks, count, max_tokens - system - overhead)
+    tail = _Tail(marks, count, max_tokens - system - overhead)
     turn_costs = _TurnCosts(starts, size, tail)
     previous = None
     # The newest reply: the history before it is what the previous call was sent.

@@ -65,7 +65,8 @@ class AdditivePlanner(CountingPlanner):
         counter = self.counter
         overhead = counter.checked_overhead()
         if tools:
-            price = counter.count_tools(tools)
+            # Planned again: the tools priced moments ago (``tool_tokens``).
+            price = self.tool_tokens(tools) if again else counter.count_tools(tools)
             self._priced = (tools, price)
             overhead += price
         if self.memo is not None:

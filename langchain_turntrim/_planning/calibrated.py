@@ -25,6 +25,7 @@ from langchain_core.messages import BaseMessage
 from langchain_turntrim._calls import unanswered_calls, with_unanswered
 from langchain_turntrim._core import Grouping, TrimPlan, check_kinds, plan_costs
 from langchain_turntrim._core.depth import Cut
+from langchain_turntrim._counting.additive import AdditiveCounter
 from langchain_turntrim._counting.calibrated import CalibratedCounter, Calibration
 from langchain_turntrim._counting.keys import Fields
 from langchain_turntrim._counting.priced import Priced
@@ -129,25 +130,39 @@ class CalibratedMemo(HistoryMemo):
         listed = None if kinds is None else check_kinds(kinds, len(messages))
         entry = self._take_checked(messages) if again else None
         if not isinstance(entry, _BaseEntry):  # a calibrated memo holds no other
-            self._local.checked = _dead
-            entry = self._take(messages)
-            if not isinstance(entry, _BaseEntry) or not entry.matches(messages, listed):
-                entry = None
-            if entry is None:
-                if not self._sighted(messages):
-                    listed = message_kinds(messages) if listed is None else listed
-                    costs = counter.calibrated(state, base.costs(messages))
-                    self._sight(messages)
-                    plan = plan_costs(listed, costs, max_tokens, overhead, trim_to)
-                    return unanswered_calls(plan, messages, listed)
-                check_messages(messages)
-                entry = _BaseEntry()
-            entry = self.extended(entry, messages, listed, base.costs_of)
+            self._local.entry = _dead
+            entry = self._grown_base(messages, listed, base)
+            if entry is None:  # not planned before: noted, and counted afresh
+                listed = message_kinds(messages) if listed is None else listed
+                costs = counter.calibrated(state, base.costs(messages))
+                self._sight(messages)
+                plan = plan_costs(listed, costs, max_tokens, overhead, trim_to)
+                return unanswered_calls(plan, messages, listed)
         plan = entry.plan(counter, state, max_tokens, overhead, trim_to)
         counter.priced(entry.kept(plan))
         self._put(entry, base)
-        self._local.checked = weakref.ref(entry)
+        self._local.entry = weakref.ref(entry)
         return with_unanswered(plan, entry.calls.of_request())
+
+    def _grown_base(
+        self, messages: Sequence[BaseMessage], kinds: list[int] | None, base: AdditiveCounter
+    ) -> _BaseEntry | None:
+        """``HistoryMemo._grown`` for base counts: the remembered history
+        ``messages`` start with, extended; None when they were not planned before."""
+        entry = self._take(messages)
+        if not isinstance(entry, _BaseEntry) or not entry.matches(messages, kinds):
+            entry = None
+        if entry is None:
+            if not self._sighted(messages):
+                return None
+            check_messages(messages)
+            entry = _BaseEntry()
+        return self.extended(entry, messages, kinds, base.costs_of)
+
+    def planned(self, messages: Sequence[BaseMessage]) -> None:  # noqa: ARG002
+        """None: a compaction is of calibrated counts, which change as the
+        counter learns, so none is given again."""
+        return
 
     @staticmethod
     def extended(

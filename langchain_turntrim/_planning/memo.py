@@ -223,9 +223,8 @@ class HistoryMemo:
     def __init__(self, max_messages: int) -> None:
         self.max_messages = max_messages
         self._entries: list[_Entry] = []  # the most recent first
-        #: This thread's last plan: weak references to the entry it used
-        #: (``entry``, for ``planned``) and to the one whose messages it checked
-        #: (``checked``, for a plan ``again``; a calibrated history's too).
+        #: ``entry``: a weak reference to the entry this thread's last plan
+        #: used, whose messages it checked (``planned``, a plan ``again``).
         self._local = threading.local()
         #: (last message, length) of the histories planned once, the most recent first.
         self._sightings: list[tuple[BaseMessage, int]] = []
@@ -260,7 +259,7 @@ class HistoryMemo:
             kinds = check_kinds(kinds, len(messages))
         entry = self._take_checked(messages) if again else None
         if entry is None:
-            self._local.entry = self._local.checked = _dead
+            self._local.entry = _dead
             entry = self._grown(messages, kinds, counter)
             if entry is None:  # not planned before: noted, and counted afresh
                 kinds = message_kinds(messages) if kinds is None else kinds
@@ -270,7 +269,7 @@ class HistoryMemo:
             entry.grouping.plan(max_tokens, overhead, trim_to), entry.calls.of_request()
         )
         self._put(entry, counter)
-        self._local.entry = self._local.checked = weakref.ref(entry)
+        self._local.entry = weakref.ref(entry)
         return plan
 
     def _grown(
@@ -312,7 +311,7 @@ class HistoryMemo:
         """Take out of the memo the entry whose messages this thread's last
         plan checked, if it remembers exactly ``messages`` (the same objects,
         as many): another thread may have taken it, grown it or dropped it."""
-        last: _Entry | None = getattr(self._local, "checked", _dead)()
+        last: _Entry | None = getattr(self._local, "entry", _dead)()
         if last is None:
             return None
         with self._lock:
