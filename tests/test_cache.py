@@ -417,7 +417,6 @@ TestCacheAgrees.pytestmark = [  # type: ignore[attr-defined]
 TestCacheAgrees.settings = settings(
     max_examples=60,
     stateful_step_count=20,
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
@@ -435,7 +434,7 @@ class Yielding:
         return counts
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=12)
 @given(
     values=st.lists(lcst.tricky_contents(), min_size=2, max_size=6, unique_by=repr),
     maxsize=st.sampled_from([2, 64]),

@@ -145,7 +145,7 @@ def test_bad_cache_prices_name_the_field(fields: dict[str, Any], says: str):
 # -- the depth, priced -------------------------------------------------------------------------
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(
     budget=st.integers(1, 200_000),
     pinned=st.integers(0, 20_000),
@@ -201,7 +201,7 @@ def records(turns: list[int], steps: int = 3) -> tuple[list[int], list[int]]:
     return kinds, costs
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     turns=st.lists(st.integers(0, 3_000), min_size=1, max_size=40),
     budget=st.integers(0, 30_000),

@@ -149,7 +149,7 @@ def observations(draw: st.DrawFn) -> tuple[float, int, int]:
     return float(x), n, max(0, y)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(
     seen=st.lists(observations(), min_size=1, max_size=150),
     limit=st.sampled_from([3, 5, 16, 64]),
@@ -175,7 +175,7 @@ def test_the_incremental_fit_is_the_described_fit(seen: Seen, limit: int, keep: 
         assert (window.sums, window.ratios) == (fresh.sums, fresh.ratios)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=50)
 @given(seen=st.lists(observations(), max_size=80))
 def test_the_window_keeps_the_newest_observations(seen: Seen) -> None:
     window = Window(64, seen)

@@ -43,7 +43,7 @@ def full_counts(messages: list[Any], name: str) -> list[int] | None:
     return counter.count_each(converted)
 
 
-@settings(max_examples=150, deadline=None)  # the first example loads the encoding
+@settings(max_examples=150)  # the first example loads the encoding
 @given(st.lists(strategies.plain_openai_messages(), max_size=6), st.sampled_from(SPECS))
 def test_plain_messages_count_as_tiktoken_counts_them_converted(
     messages: list[dict[str, Any]], name: str
@@ -55,7 +55,7 @@ def test_plain_messages_count_as_tiktoken_counts_them_converted(
     assert counts == full_counts(messages, name)
 
 
-@settings(max_examples=150, deadline=None)  # the first example loads the encoding
+@settings(max_examples=150)  # the first example loads the encoding
 @given(st.lists(strategies.openai_messages(), max_size=6))
 def test_any_other_message_is_left_to_langchain(messages: list[Any]) -> None:
     counter = PlainCounter.of("gpt-4")
@@ -105,7 +105,7 @@ def test_only_tiktoken_counters_have_a_plain_path(spec: str) -> None:
     assert plain_counter(spec) is None
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(
     st.lists(strategies.openai_messages(), max_size=10),
     st.integers(0, 600),

@@ -176,9 +176,7 @@ def with_every_counter(max_examples: int) -> Callable[[Any], Any]:
     def decorate(test: Any) -> Any:
         test = given(history=long_turns(), data=st.data())(test)
         health = [HealthCheck.function_scoped_fixture]
-        test = settings(max_examples=max_examples, deadline=None, suppress_health_check=health)(
-            test
-        )
+        test = settings(max_examples=max_examples, suppress_health_check=health)(test)
         return pytest.mark.parametrize("name", ["approximate", "tiktoken", "length"])(test)
 
     return decorate
@@ -451,9 +449,7 @@ def thinking(message: BaseMessage) -> BaseMessage:
 
 
 @pytest.mark.parametrize("name", ["approximate", "length"])
-@settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(history=long_turns(), data=st.data())
 def test_the_ladder_chooses_as_a_scan_of_what_it_keeps_would(
     name: str, history: list[BaseMessage], data: st.DataObject, monkeypatch: pytest.MonkeyPatch
@@ -497,7 +493,7 @@ def python_calls(run: Callable[[], object]) -> int:
     return calls
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(
     message=lcst.messages(),
     name=st.sampled_from(["tool_calls", "tool_call_id", "name", "role", "type", "text", "x"]),
@@ -950,7 +946,7 @@ class ScaledCounts:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("scale", [0.5, 1.0, 1.3, 2.0])
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(history=long_turns(), data=st.data())
 def test_whole_list_compaction_is_as_good_as_additive_compaction(
     scale: float, history: list[BaseMessage], data: st.DataObject

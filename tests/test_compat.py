@@ -45,7 +45,7 @@ def agreeing_histories(draw: st.DrawFn) -> tuple[list[BaseMessage], int]:
 
 
 @pytest.mark.parametrize("name", sorted(COUNTERS))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(case=agreeing_histories())
 def test_same_result_as_trim_messages(name: str, case: Any) -> None:
     messages, budget = case

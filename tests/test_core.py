@@ -17,7 +17,7 @@ from tests.helpers import rec, snapshot
 from tests.records import histories_and_budgets
 from tests.reference import PINNED_ROLES, reference_start_moved, reference_trim
 
-PROPERTY = settings(max_examples=2000, deadline=None)
+PROPERTY = settings(max_examples=2000)
 
 
 def ids(messages: list[Any]) -> list[str]:

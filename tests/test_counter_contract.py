@@ -183,7 +183,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 # no example is replayed across cases.
 HYPOTHESIS = settings(
     max_examples=25,
-    deadline=None,
     database=None,
     suppress_health_check=[
         HealthCheck.differing_executors,

@@ -298,7 +298,7 @@ def test_cache_threads_agree() -> None:
 # --- the approximate counter and functions ------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(message_histories())
 def test_approximate_counter_is_additive(case: Any) -> None:
     _, messages, _ = case
@@ -326,7 +326,7 @@ def list_length(messages: list[BaseMessage]) -> int:
         pytest.param(LENGTH, id="per-message-helper"),
     ],
 )
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(case=message_histories())
 def test_function_counters_follow_the_spec(counter: Any, case: Any) -> None:
     records, messages, budget = case
@@ -347,13 +347,13 @@ def test_count_tokens_approximately_function_is_recognised() -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500)
 @given(strategies.messages())
 def test_approximate_counter_equals_langchain_for_every_message(message: BaseMessage) -> None:
     assert ApproximateCounter().count_each([message]) == [count_tokens_approximately([message])]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(strategies.message_lists(max_size=12))
 def test_approximate_counter_equals_langchain_message_by_message(
     messages: list[BaseMessage],

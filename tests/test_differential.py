@@ -336,7 +336,6 @@ def cases(draw: st.DrawFn, counter: str) -> Case:
 @pytest.mark.parametrize("counter", list(COUNTERS))
 @settings(
     max_examples=30,
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(data=st.data())

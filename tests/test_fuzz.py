@@ -17,7 +17,7 @@ from tests.lc import LENGTH, check_conversation
 pytestmark = pytest.mark.slow
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(
     conversation=strategies.conversations(),
     budget=st.integers(0, 2_000),

@@ -131,7 +131,7 @@ def every_figure(plan: TrimPlan) -> dict[str, Any]:
     return {f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     data=st.data(),
     kinds=st.one_of(st.lists(KINDS, max_size=20), st.lists(TURN_KINDS, min_size=30, max_size=150)),

@@ -557,7 +557,7 @@ def histories_with_gaps(draw: st.DrawFn) -> list[BaseMessage]:
     return history
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(histories_with_gaps(), st.data())
 def test_unanswered_calls_match_the_rule_cold_and_warm(
     history: list[BaseMessage], data: st.DataObject

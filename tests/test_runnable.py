@@ -75,7 +75,7 @@ def test_spec_sample(call: Any) -> None:
     assert all(k is HISTORY[i] for k, i in zip(kept, (0, 3, 4), strict=True))
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500)
 @given(message_histories())
 def test_equals_naive_reference(case: Any) -> None:
     records, messages, budget = case
@@ -505,7 +505,7 @@ def _trimmable(message: BaseMessage) -> bool:
 
 
 @pytest.mark.slow
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(
     messages=st.lists(strategies.messages().filter(_trimmable), max_size=12),
     budget=st.integers(0, 600),

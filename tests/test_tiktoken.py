@@ -48,7 +48,6 @@ MODELS = ("gpt-4", "gpt-4-turbo", "gpt-3.5-turbo", "gpt-3.5-turbo-0301")
 CL100K_CACHE_KEY = "9b5ad71b2ce5302211f9c61530b329a4922fc6a4"
 PROPERTY = settings(
     max_examples=300,
-    deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -101,7 +100,7 @@ def test_parity_with_chat_openai(model: str, messages: list[BaseMessage]) -> Non
     assert each == [reference(model, [m]) - 3 for m in messages]
 
 
-@settings(max_examples=200, deadline=None, database=None)
+@settings(max_examples=200, database=None)
 @given(text=lcst.texts(special_tokens=True))
 def test_encode_ordinary_is_encode_without_special_tokens(text: str) -> None:
     e = enc()

@@ -55,7 +55,7 @@ def growing(draw: st.DrawFn) -> tuple[int, list[list[int]], int, int]:
     return system, turns, max_tokens, trim_to
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(growing())
 def test_a_growing_history_moves_its_start_rarely_and_never_overspends(
     case: tuple[int, list[list[int]], int, int],
@@ -86,7 +86,7 @@ def test_a_growing_history_moves_its_start_rarely_and_never_overspends(
     assert moves <= total // step + 1 if step else True
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(growing())
 def test_without_trim_to_or_at_the_budget_it_is_the_spec(
     case: tuple[int, list[list[int]], int, int],

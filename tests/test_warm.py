@@ -222,7 +222,6 @@ TestWarmAgreesWithCold.pytestmark = [  # type: ignore[attr-defined]
 TestWarmAgreesWithCold.settings = settings(
     max_examples=40,
     stateful_step_count=20,
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
