@@ -83,13 +83,29 @@ def performance_table(documents: Sequence[Document | None], *, scaling: bool = F
 
 
 def notes(documents: Sequence[Document | None]) -> str:
-    """Every timing row's notes, per input."""
+    """Every timing row's notes, per input, named by their scenario; notes of
+    one scenario that say different things under one label (``.trim instead
+    of .invoke: 14.1x`` on one row, ``: 0.26x`` on another) by their row's
+    comparison too."""
     lines = []
     for (name, _), document in zip(INPUTS, documents, strict=True):
-        for row in [] if document is None else document["rows"]:
-            if row["scenario"] not in QUALITY:
-                lines += [f"- {name}, {row['scenario']}: {note}" for note in row["notes"]]
+        rows = [r for r in (document or {}).get("rows", []) if r["scenario"] not in QUALITY]
+        said: dict[tuple[str, str], set[str]] = {}
+        for row in rows:
+            for note in row["notes"]:
+                said.setdefault((row["scenario"], _label(note)), set()).add(note)
+        for row in rows:
+            scenario = row["scenario"]
+            for note in row["notes"]:
+                ambiguous = len(said[scenario, _label(note)]) > 1
+                where = f"{scenario} ({row['comparison']})" if ambiguous else scenario
+                lines.append(f"- {name}, {where}: {note}")
     return "\n".join(dict.fromkeys(lines))  # rows of one scenario may share a note
+
+
+def _label(note: str) -> str:
+    """What a note is about: its text before the figure (``label: figure``)."""
+    return note.rsplit(": ", 1)[0]
 
 
 def quality_block(document: Document | None, scenario: str) -> str:

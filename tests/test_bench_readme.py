@@ -71,3 +71,15 @@ def test_figures_carry_their_target_and_whether_it_was_met() -> None:
 def test_a_block_without_its_markers_is_an_error() -> None:
     with pytest.raises(ValueError, match="exactly one <!-- bench:scaling -->"):
         replace_between("no markers", "scaling", "X")
+
+
+def test_notes_of_one_scenario_that_differ_under_one_label_name_their_row() -> None:
+    first, second = row("cold", "a / b", "", 2.0, "—"), row("cold", "c / d", "", 3.0, "—")
+    first["notes"] = ["the same history", ".trim instead of .invoke: 14.1x", "only here: 1x"]
+    second["notes"] = ["the same history", ".trim instead of .invoke: 0.26x"]
+    notes = render([document(first, second), None], None)["performance"]
+    name = INPUTS[0][0]
+    assert notes.count(f"- {name}, cold: the same history") == 1
+    assert f"- {name}, cold: only here: 1x" in notes
+    assert f"- {name}, cold (a / b): .trim instead of .invoke: 14.1x" in notes
+    assert f"- {name}, cold (c / d): .trim instead of .invoke: 0.26x" in notes
