@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages.tool import tool_call
 
-from langchain_turntrim import ApproximateCounter, TurnTrimmer
+from langchain_turntrim import ApproximateCounter, CalibratedCounter, TurnTrimmer
 from langchain_turntrim._counting import CachedCounter
 from langchain_turntrim._messages import TrimInput
+from langchain_turntrim._planning import AdditivePlanner
 
 
 def histories(count: int) -> list[list[BaseMessage]]:
@@ -78,3 +82,38 @@ def test_no_lock_is_held_while_tokenizing() -> None:
         [[HumanMessage("a")], [HumanMessage("b")]], config={"max_concurrency": 2}
     )
     assert [[m.content for m in r] for r in results] == [["a"], ["b"]]
+
+
+def _asks(k: int) -> AIMessage:
+    return AIMessage("", id=f"a{k}", tool_calls=[tool_call(name="f", args={}, id=f"c{k}")])
+
+
+@pytest.mark.parametrize("make", [ApproximateCounter, CalibratedCounter])
+def test_a_history_grown_the_moment_its_plan_is_remembered_keeps_that_plan(
+    make: Callable[[], Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another thread may take a remembered history and grow it as soon as a
+    plan puts it back: the plan already made is of the history it was given."""
+    history: list[BaseMessage] = [HumanMessage("task", id="u")]
+    for k in range(3):
+        history += [_asks(k), ToolMessage("ok", tool_call_id=f"c{k}", id=f"t{k}")]
+    history.append(_asks(9))  # its call is not answered yet: left out of the request
+    longer = [*history, ToolMessage("ok", tool_call_id="c9", id="t9"), AIMessage("done")]
+    expected = TurnTrimmer(max_tokens=100_000, token_counter=make(), cache_size=0).trim(history)
+    assert [m.id for m in expected] == ["u", "a0", "t0", "a1", "t1", "a2", "t2"]
+    trimmer = TurnTrimmer(max_tokens=100_000, token_counter=make())
+    for _ in range(2):  # remembered from its second plan on
+        assert trimmer.trim(history) == expected
+    planner = trimmer.planner
+    assert isinstance(planner, AdditivePlanner)
+    assert planner.memo is not None
+    memo = type(planner.memo)
+    put = memo._put
+
+    def put_then_grow(self: Any, entry: Any, counter: Any) -> None:
+        put(self, entry, counter)
+        monkeypatch.setattr(memo, "_put", put)
+        trimmer.trim(longer)  # the other thread, right then
+
+    monkeypatch.setattr(memo, "_put", put_then_grow)
+    assert trimmer.trim(history) == expected

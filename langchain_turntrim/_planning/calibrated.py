@@ -140,9 +140,11 @@ class CalibratedMemo(HistoryMemo):
                 return unanswered_calls(plan, messages, listed)
         plan = entry.plan(counter, state, max_tokens, overhead, trim_to)
         counter.priced(entry.kept(plan))
+        # Read before the entry is back in the memo, where another thread may take and grow it.
+        plan = with_unanswered(plan, entry.calls.of_request())
         self._put(entry, base)
         self._local.entry = weakref.ref(entry)
-        return with_unanswered(plan, entry.calls.of_request())
+        return plan
 
     def _grown_base(
         self, messages: Sequence[BaseMessage], kinds: list[int] | None, base: AdditiveCounter
