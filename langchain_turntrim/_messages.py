@@ -40,8 +40,9 @@ __all__ = [
     "check_message_errors",
     "check_messages",
     "describe",
-    "explain_missing_fields",
+    "explain_bad_fields",
     "human_kind",
+    "malformed_call",
     "message_kinds",
     "missing_field",
     "to_messages",
@@ -133,16 +134,17 @@ def check_messages(messages: Sequence[object]) -> None:
 
 
 def check_message_errors(messages: Sequence[BaseMessage]) -> None:
-    """Raise the error a message of ``messages`` gives (its kind's, or a
-    missing field's), naming it by its index in ``messages``: for a caller
-    that planned them behind another message (a request's system message)."""
+    """Raise the error a message of ``messages`` gives (its kind's, a missing
+    field's or a malformed tool call's), naming it by its index in
+    ``messages``: for a caller that planned them behind another message (a
+    request's system message)."""
     try:
         message_kinds(messages)
     except (TypeError, ValueError) as error:
         raise error from None
-    missing = missing_field(messages)
-    if missing is not None:
-        raise missing from None
+    explained = missing_field(messages) or malformed_call(messages)
+    if explained is not None:
+        raise explained from None
 
 
 def missing_field(messages: Sequence[object]) -> ValueError | None:
@@ -172,11 +174,47 @@ def missing_field(messages: Sequence[object]) -> ValueError | None:
     return None
 
 
-class explain_missing_fields:  # noqa: N801 - used as a function: `with explain_missing_fields(...)`
-    """Re-raise a ``KeyError``/``AttributeError`` from counting ``messages`` as
-    ``missing_field``'s ``ValueError`` when a message lacks a field (any other
-    such error is raised as it is). A class rather than ``@contextmanager``:
-    entered at every trim, it costs a fraction of a generator's setup."""
+#: The keys of a tool call (LangChain's ``ToolCall``) that counters read.
+_CALL_KEYS: Final = ("name", "args")
+
+
+def malformed_call(messages: Sequence[object]) -> TypeError | ValueError | None:
+    """The error naming the first assistant message whose ``tool_calls`` or
+    ``invalid_tool_calls`` was reassigned to something other than a list of
+    tool call dicts with a ``name`` and ``args`` (LangChain validates them
+    only when the message is made), or None."""
+    for i, message in enumerate(messages):
+        if not isinstance(message, AIMessage):
+            continue
+        fields = vars(message)
+        for field in ("tool_calls", "invalid_tool_calls"):
+            calls = fields.get(field)
+            if calls is None:
+                continue
+            where = f"{describe(i, message)}: {field}"
+            if not isinstance(calls, (list, tuple)):
+                what = f"{type(calls).__name__} {safe_repr(calls, 80)}"
+                return TypeError(f"{where} must be a list of tool call dicts, got {what}")
+            for k, call in enumerate(calls):
+                if not isinstance(call, dict):
+                    what = f"{type(call).__name__} {safe_repr(call, 80)}"
+                    return TypeError(f"{where}[{k}] must be a tool call dict, got {what}")
+                missing = [key for key in _CALL_KEYS if key not in call]
+                if missing:
+                    names = " and ".join(repr(key) for key in missing)
+                    return ValueError(
+                        f"{where}[{k}] has no {names}: a tool call holds 'name', 'args' and 'id'"
+                    )
+    return None
+
+
+class explain_bad_fields:  # noqa: N801 - used as a function: `with explain_bad_fields(...)`
+    """Re-raise a bare ``KeyError``/``AttributeError``/``TypeError`` from
+    counting or planning ``messages`` as the error naming the message behind
+    it: ``missing_field``'s (a field deleted), else ``malformed_call``'s (tool
+    calls reassigned to something else); any other such error is raised as it
+    is. A class rather than ``@contextmanager``: entered at every trim, it
+    costs a fraction of a generator's setup."""
 
     __slots__ = ("messages",)
 
@@ -189,9 +227,9 @@ class explain_missing_fields:  # noqa: N801 - used as a function: `with explain_
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, _tb: object
     ) -> None:
-        if kind is None or not issubclass(kind, (KeyError, AttributeError)):
+        if kind is None or not issubclass(kind, (KeyError, AttributeError, TypeError)):
             return
-        explained = missing_field(self.messages)
+        explained = missing_field(self.messages) or malformed_call(self.messages)
         if explained is not None:
             raise explained from error
 

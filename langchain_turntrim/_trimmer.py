@@ -16,7 +16,7 @@ from langchain_turntrim import _pipeline
 from langchain_turntrim._cache_rules import cache_price_for
 from langchain_turntrim._core import TrimPlan
 from langchain_turntrim._counting import Resolved
-from langchain_turntrim._messages import TrimInput, explain_missing_fields, to_messages
+from langchain_turntrim._messages import TrimInput, explain_bad_fields, to_messages
 from langchain_turntrim._options import (
     AUTO,
     DEFAULT_CACHE_SIZE,
@@ -208,7 +208,7 @@ class TurnTrimmer(RunnableSerializable[TrimInput, list[BaseMessage]]):
         conversion: an agent's state or request holds nothing else, and
         anything else is an error naming its index). ``cache``: what the call
         knows of its prompt cache (``trim_to="auto"``)."""
-        with explain_missing_fields(messages):
+        with explain_bad_fields(messages):
             return _pipeline.decide(
                 messages, self._options, self.token_counter, tools=tools, cache=cache
             )

@@ -979,6 +979,69 @@ def _missing_field_cases() -> list[Any]:
     return cases
 
 
+def with_calls(field: str, calls: Any) -> AIMessage:
+    """The message with id 'a2', its ``field`` reassigned to ``calls`` (not validated)."""
+    message = AIMessage("hello", id="a2")
+    setattr(message, field, calls)
+    return message
+
+
+def _malformed_call_cases() -> list[Any]:
+    """Tool calls reassigned to something that is not a list of tool calls,
+    counted every way: one error naming the message, never a bare one."""
+    at = "messages[2] (id 'a2'): "
+    bad: list[tuple[str, str, Any, type[Exception], str]] = [
+        ("str-call", "tool_calls", ["call"], TypeError, "tool_calls[0] must be a tool call dict"),
+        (
+            "int",
+            "tool_calls",
+            5,
+            TypeError,
+            "tool_calls must be a list of tool call dicts, got int 5",
+        ),
+        ("str", "tool_calls", "call", TypeError, "tool_calls must be a list of tool call dicts"),
+        ("None-call", "invalid_tool_calls", [None], TypeError, "invalid_tool_calls[0] must be a"),
+    ]
+    counters: dict[str, Callable[[], Any]] = {
+        "approximate": lambda: "approximate",
+        "tiktoken": lambda: TiktokenCounter("gpt-4"),
+        "calibrated": CalibratedCounter,
+    }
+    cases = []
+    for case, field, calls, error, fragment in bad:
+        history = messages(with_calls(field, calls))
+        for name, build in counters.items():
+            for size in (16, 0):
+                where = "cached" if size else "uncached"
+                cases.append(
+                    p(
+                        lambda h, b=build, z=size: counter_case(b(), z)(h),
+                        history,
+                        error,
+                        at + fragment,
+                        f"{where}-{name}-{field}-{case}",
+                    )
+                )
+        cases += [
+            p(call, history, error, at + fragment, f"{entry}-{field}-{case}")
+            for entry, call in MESSAGE_ENTRY_POINTS.items()
+        ]
+    # A counter that reads a call's name and arguments finds them missing.
+    keyless = messages(with_calls("tool_calls", [{"id": "c"}]))
+    cases += [
+        p(
+            lambda h, z=size: counter_case(TiktokenCounter("gpt-4"), z)(h),
+            keyless,
+            ValueError,
+            at
+            + "tool_calls[0] has no 'name' and 'args': a tool call holds 'name', 'args' and 'id'",
+            f"{'cached' if size else 'uncached'}-tiktoken-tool_calls-without-name-and-args",
+        )
+        for size in (16, 0)
+    ]
+    return cases
+
+
 CASES = [
     # -- trim_history: the container ----------------------------------------------------
     p(
@@ -1833,6 +1896,7 @@ CASES = [
     *_message_cases(),
     *_counter_cases(),
     *_missing_field_cases(),
+    *_malformed_call_cases(),
     *_kinds_cases(),
     *_profile_cases(),
     *_tools_cases(),

@@ -11,7 +11,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_turntrim._counting.additive import AdditiveCounter
 from langchain_turntrim._counting.tools import check_tools, remembered, tool_json, tools_key
-from langchain_turntrim._messages import check_messages, explain_missing_fields
+from langchain_turntrim._messages import check_messages, explain_bad_fields
 from langchain_turntrim._safe_repr import deep_repr
 
 __all__ = ["ApproximateCounter"]
@@ -30,13 +30,13 @@ class ApproximateCounter(AdditiveCounter):
     overhead: Final = 0
 
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
-        with explain_missing_fields(messages):
+        with explain_bad_fields(messages):
             return _approximate_each(messages)
 
     def costs(self, messages: Sequence[BaseMessage]) -> list[int]:
         if type(self).count_each is not ApproximateCounter.count_each:  # a subclass's own
             return super().costs(messages)
-        with explain_missing_fields(messages):
+        with explain_bad_fields(messages):
             return _approximate_each(messages)  # ints >= 0, one per message: nothing to check
 
     def count_tools(self, tools: Sequence[Any]) -> int:

@@ -11,7 +11,7 @@ from langchain_turntrim._counting.additive import Wrapper, checked_counts, count
 from langchain_turntrim._counting.keys import Fields, fields_keys, frozen_copy, read_fields
 from langchain_turntrim._counting.lru import LRU
 from langchain_turntrim._counting.protocol import TokenCounter, refuse_class
-from langchain_turntrim._messages import check_messages, explain_missing_fields
+from langchain_turntrim._messages import check_messages, explain_bad_fields
 from langchain_turntrim._options import DEFAULT_CACHE_SIZE
 from langchain_turntrim._safe_repr import safe_repr
 
@@ -73,7 +73,7 @@ class CachedCounter(Wrapper):
 
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
         check_messages(messages)
-        with explain_missing_fields(messages):
+        with explain_bad_fields(messages):
             return self.costs_of(messages, read_fields(messages, range(len(messages)))[1])
 
     def costs(self, messages: Sequence[BaseMessage]) -> list[int]:

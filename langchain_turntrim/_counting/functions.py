@@ -10,7 +10,7 @@ from langchain_core.messages import BaseMessage
 from langchain_turntrim._counting.additive import AdditiveCounter, checked_counts
 from langchain_turntrim._counting.protocol import TokenCounter
 from langchain_turntrim._counting.whole_list import WholeListCounter
-from langchain_turntrim._messages import check_messages, explain_missing_fields
+from langchain_turntrim._messages import check_messages, explain_bad_fields
 from langchain_turntrim._safe_repr import safe_repr
 
 __all__ = ["per_list", "per_message"]
@@ -26,7 +26,7 @@ class _MessageFunctionCounter(AdditiveCounter):
 
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
         check_messages(messages)
-        with explain_missing_fields(messages):
+        with explain_bad_fields(messages):
             counts = list(map(self.function, messages))
         return checked_counts(counts, messages, self)
 

@@ -41,7 +41,7 @@ from langchain_turntrim._counting.openai.encodings import EncodingUnavailableErr
 from langchain_turntrim._counting.openai.images import image_pricing, image_size, image_source
 from langchain_turntrim._counting.openai.tools import tool_framing, tools_tokens
 from langchain_turntrim._counting.tools import check_tools
-from langchain_turntrim._messages import check_messages, explain_missing_fields
+from langchain_turntrim._messages import check_messages, explain_bad_fields
 from langchain_turntrim._safe_repr import deep_repr, safe_repr
 
 __all__ = ["EncodingUnavailableError", "TiktokenCounter"]
@@ -229,7 +229,7 @@ class TiktokenCounter(AdditiveCounter):
         """The tokens of each message, in order (one int per message)."""
         check_messages(messages)
         count = self._fields
-        with explain_missing_fields(messages):
+        with explain_bad_fields(messages):
             return [count(type(m), message_fields(m)) for m in messages]
 
     def _fields_counter(self) -> Callable[[Sequence[type], Sequence[Fields]], list[int]] | None:
