@@ -37,6 +37,7 @@ __all__ = [
     "CHAT_ROLE_KINDS",
     "SUMMARY_SOURCE",
     "TrimInput",
+    "bad_field",
     "check_message_errors",
     "check_messages",
     "describe",
@@ -142,7 +143,7 @@ def check_message_errors(messages: Sequence[BaseMessage]) -> None:
         message_kinds(messages)
     except (TypeError, ValueError) as error:
         raise error from None
-    explained = missing_field(messages) or malformed_call(messages)
+    explained = bad_field(messages)
     if explained is not None:
         raise explained from None
 
@@ -208,13 +209,18 @@ def malformed_call(messages: Sequence[object]) -> TypeError | ValueError | None:
     return None
 
 
+def bad_field(messages: Sequence[object]) -> TypeError | ValueError | None:
+    """``missing_field``'s error, else ``malformed_call``'s, or None."""
+    return missing_field(messages) or malformed_call(messages)
+
+
 class explain_bad_fields:  # noqa: N801 - used as a function: `with explain_bad_fields(...)`
     """Re-raise a bare ``KeyError``/``AttributeError``/``TypeError`` from
     counting or planning ``messages`` as the error naming the message behind
-    it: ``missing_field``'s (a field deleted), else ``malformed_call``'s (tool
-    calls reassigned to something else); any other such error is raised as it
-    is. A class rather than ``@contextmanager``: entered at every trim, it
-    costs a fraction of a generator's setup."""
+    it (``bad_field``: a field deleted, or tool calls reassigned to something
+    else); any other such error is raised as it is. A class rather than
+    ``@contextmanager``: entered at every trim, it costs a fraction of a
+    generator's setup."""
 
     __slots__ = ("messages",)
 
@@ -229,7 +235,7 @@ class explain_bad_fields:  # noqa: N801 - used as a function: `with explain_bad_
     ) -> None:
         if kind is None or not issubclass(kind, (KeyError, AttributeError, TypeError)):
             return
-        explained = missing_field(self.messages) or malformed_call(self.messages)
+        explained = bad_field(self.messages)
         if explained is not None:
             raise explained from error
 

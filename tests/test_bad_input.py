@@ -930,6 +930,33 @@ def _kinds_cases() -> list[Any]:
     ]
 
 
+def _counted_every_way(
+    counters: dict[str, Callable[[], Any]],
+    history: list[Any],
+    error: type[Exception],
+    fragment: str,
+    case: str,
+) -> list[Any]:
+    """``history`` trimmed with each of ``counters`` (cached and not), then at
+    each entry point that takes messages: each raising ``error``."""
+    cases = [
+        p(
+            lambda h, b=build, z=size: counter_case(b(), z)(h),
+            history,
+            error,
+            fragment,
+            f"{'cached' if size else 'uncached'}-{name}-{case}",
+        )
+        for name, build in counters.items()
+        for size in (16, 0)
+    ]
+    cases += [
+        p(call, history, error, fragment, f"{entry}-{case}")
+        for entry, call in MESSAGE_ENTRY_POINTS.items()
+    ]
+    return cases
+
+
 def _missing_field_cases() -> list[Any]:
     """A message with a field deleted from its ``__dict__``, counted every way."""
 
@@ -949,22 +976,7 @@ def _missing_field_cases() -> list[Any]:
     for field in ("name", "content", "tool_calls"):
         fragment = f"messages[2] (id 'a2') has no {field!r} field: expected every field AIMessage"
         history = messages(without_field(field))
-        for name, build in counters.items():
-            for size in (16, 0):
-                where = "cached" if size else "uncached"
-                cases.append(
-                    p(
-                        lambda h, b=build, z=size: counter_case(b(), z)(h),
-                        history,
-                        ValueError,
-                        fragment,
-                        f"{where}-{name}-without-{field}",
-                    )
-                )
-        cases += [
-            p(call, history, ValueError, fragment, f"{entry}-without-{field}")
-            for entry, call in MESSAGE_ENTRY_POINTS.items()
-        ]
+        cases += _counted_every_way(counters, history, ValueError, fragment, f"without-{field}")
         direct: dict[str, Callable[[Any], Any]] = {
             "ApproximateCounter": lambda h: ApproximateCounter().count_each(h),
             "TiktokenCounter": lambda h: TiktokenCounter("gpt-4").count_each(h),
@@ -1010,22 +1022,7 @@ def _malformed_call_cases() -> list[Any]:
     cases = []
     for case, field, calls, error, fragment in bad:
         history = messages(with_calls(field, calls))
-        for name, build in counters.items():
-            for size in (16, 0):
-                where = "cached" if size else "uncached"
-                cases.append(
-                    p(
-                        lambda h, b=build, z=size: counter_case(b(), z)(h),
-                        history,
-                        error,
-                        at + fragment,
-                        f"{where}-{name}-{field}-{case}",
-                    )
-                )
-        cases += [
-            p(call, history, error, at + fragment, f"{entry}-{field}-{case}")
-            for entry, call in MESSAGE_ENTRY_POINTS.items()
-        ]
+        cases += _counted_every_way(counters, history, error, at + fragment, f"{field}-{case}")
     # A counter that reads a call's name and arguments finds them missing.
     keyless = messages(with_calls("tool_calls", [{"id": "c"}]))
     cases += [
