@@ -3,7 +3,8 @@
 Both sources produce OpenAI-format message dicts (``role``, ``content``,
 ``tool_calls``, ``tool_call_id``, ``name``). ``fresh_messages`` turns them into
 new LangChain message objects whose content no cache has seen (a tag per
-repeat), and ``records`` gives plain ``{id, role, tokens}`` dicts for the core.
+repeat), and ``recorded`` joins the conversations of a recorded file into one history (the quality
+scenarios' input).
 """
 
 from __future__ import annotations
@@ -11,21 +12,24 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol
 
 from langchain_core.messages import BaseMessage, convert_to_messages
+
+from benchmarks.encoding import DATA
 
 __all__ = [
     "Generator",
     "OpenAIMessage",
     "Source",
     "Transcripts",
+    "assistant_steps",
     "fresh_messages",
     "make_source",
     "mark",
-    "records",
+    "recorded",
 ]
 
 OpenAIMessage = dict[str, Any]
@@ -89,14 +93,6 @@ class Source(Protocol):
         """A chronological history of exactly ``n`` messages, system prompt first."""
         ...
 
-    def shape(self) -> Iterator[tuple[str, int]]:
-        """An endless stream of ``(role, tokens)`` with this source's turn structure."""
-        ...
-
-    def argv(self) -> list[str]:
-        """Command-line options that rebuild this source in a subprocess."""
-        ...
-
 
 # ---------------------------------------------------------------------------
 # The seeded generator
@@ -109,14 +105,6 @@ def _turn_plan(rng: random.Random) -> list[int]:
     return [rng.choice((1, 1, 1, 2)) for _ in range(rng.choice((1, 1, 2, 3)))]
 
 
-def _roles_of_turn(plan: list[int]) -> Iterator[str]:
-    yield "user"
-    for calls in plan:
-        yield "assistant"
-        yield from itertools.repeat("tool", calls)
-    yield "assistant"
-
-
 class Generator:
     """Seeded, realistic conversations: short user turns, assistant replies, tool
     calls with long JSON results, code and non-English text."""
@@ -125,33 +113,12 @@ class Generator:
         self.seed = seed
         self.label = f"generator(seed={seed})"
 
-    def argv(self) -> list[str]:
-        return ["--seed", str(self.seed)]
-
     def conversation(self, n: int) -> list[OpenAIMessage]:
         rng = random.Random(self.seed)
         messages = [{"role": "system", "content": _system_prompt(rng)}]
         while len(messages) < n:
             messages.extend(_turn(rng, len(messages)))
         return messages[:n]
-
-    def shape(self) -> Iterator[tuple[str, int]]:
-        rng = random.Random(self.seed)
-        yield "system", 650
-        while True:
-            plan = _turn_plan(rng)
-            rounds = iter(plan)
-            for role in _roles_of_turn(plan):
-                yield role, _synthetic_tokens(rng, role, rounds)
-
-
-def _synthetic_tokens(rng: random.Random, role: str, rounds: Iterator[int]) -> int:
-    # Each assistant message but the turn's last one opens a tool round.
-    if role == "user":
-        return rng.randint(8, 70)
-    if role == "tool":
-        return rng.randint(150, 1_500)
-    return rng.randint(20, 60) if next(rounds, None) is not None else rng.randint(40, 450)
 
 
 def _words(rng: random.Random, low: int, high: int) -> str:
@@ -243,13 +210,6 @@ def _conversations(data: object) -> list[list[OpenAIMessage]]:
     return conversations
 
 
-def _estimated_tokens(message: OpenAIMessage) -> int:
-    text = message.get("content") or ""
-    calls = message.get("tool_calls")
-    size = len(text if isinstance(text, str) else json.dumps(text))
-    return 3 + (size + len(json.dumps(calls) if calls else "")) // 4
-
-
 class Transcripts:
     """OpenAI-format conversations from a JSON file, joined into one long history.
 
@@ -265,9 +225,6 @@ class Transcripts:
         self._head = [m for m in conversations[0] if m["role"] in _PINNED_ROLES]
         self._body = [m for c in conversations for m in c if m["role"] not in _PINNED_ROLES]
 
-    def argv(self) -> list[str]:
-        return ["--transcripts", str(self.path)]
-
     def conversation(self, n: int) -> list[OpenAIMessage]:
         messages = list(self._head)
         for cycle in itertools.count():
@@ -276,12 +233,6 @@ class Transcripts:
             tag = f"c{cycle}"
             messages.extend(self._body if not cycle else (mark(m, tag) for m in self._body))
         return messages[:n]
-
-    def shape(self) -> Iterator[tuple[str, int]]:
-        for message in self._head:
-            yield message["role"], _estimated_tokens(message)
-        body = [(m["role"], _estimated_tokens(m)) for m in self._body]
-        yield from itertools.cycle(body)
 
 
 # ---------------------------------------------------------------------------
@@ -306,12 +257,28 @@ def fresh_messages(base: Sequence[OpenAIMessage], tag: str) -> list[BaseMessage]
     return convert_to_messages([mark(m, tag) for m in base])
 
 
-def records(source: Source, n: int) -> list[dict[str, Any]]:
-    """``n`` plain ``{id, role, tokens}`` records with the source's turn structure."""
-    shape = itertools.islice(source.shape(), n)
-    return [{"id": f"m{i}", "role": r, "tokens": t} for i, (r, t) in enumerate(shape)]
-
-
 def make_source(seed: int, transcripts: Path | None) -> Source:
     """The source the command line asks for: transcripts if given, else the generator."""
     return Transcripts(transcripts) if transcripts is not None else Generator(seed)
+
+
+def assistant_steps(base: Sequence[OpenAIMessage]) -> list[int]:
+    """An agent loop's model calls: the index of every assistant message (the
+    history before it is what the model is sent)."""
+    return [k for k, m in enumerate(base) if k and m["role"] == "assistant"]
+
+
+def recorded(name: str, count: int) -> tuple[list[BaseMessage], set[int]]:
+    """The first ``count`` conversations of the recorded file ``name`` joined into
+    one history (the first system message only; every message with an id ``m<i>``),
+    and the indices where a conversation starts."""
+    data = json.loads((DATA / name).read_text(encoding="utf-8"))[:count]
+    joined: list[OpenAIMessage] = []
+    starts: set[int] = set()
+    for conversation in _conversations(data):
+        starts.add(len(joined) + (1 if not joined else 0))
+        for item in conversation:
+            if item["role"] == "system" and joined:
+                continue
+            joined.append({**item, "content": item.get("content") or "", "id": f"m{len(joined)}"})
+    return convert_to_messages(joined), starts

@@ -1,68 +1,51 @@
-"""Load the exact tiktoken encoding offline, or explain how to provide it. Never downloads."""
+"""Where the benchmark's files are, and the exact counter, loaded offline (never downloads)."""
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
-import tiktoken
-import tiktoken.load
+from langchain_turntrim import EncodingUnavailableError, TiktokenCounter
 
-__all__ = ["EXACT_MODEL", "REPO_ROOT", "load_exact_encoding"]
+__all__ = ["DATA", "EXACT_MODEL", "REPO_ROOT", "exact_counter", "exact_problem"]
 
-#: The model whose counting both sides of every exact comparison use.
+#: The model whose counting every exact comparison uses (o200k_base).
 EXACT_MODEL: Final = "gpt-4o"
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
+#: Recorded conversations beside the checkout (optional: the generator is the default).
+DATA: Final = REPO_ROOT.parent / "shared" / "data"
 #: A checkout's sibling folder of cached BPE files, used when TIKTOKEN_CACHE_DIR is unset.
 _SIBLING_CACHE: Final = REPO_ROOT.parent / "shared" / "tiktoken_cache"
-
 HELP: Final = (
     "Set TIKTOKEN_CACHE_DIR to a folder holding tiktoken's cached BPE files "
     "(o200k_base for gpt-4o, saved under the SHA-1 hex digest of its download URL, "
-    "fb374d419588a4632f3f557e76b4b70aebbca790), e.g. "
-    "`TIKTOKEN_CACHE_DIR=/path/to/tiktoken_cache python -m benchmarks`. "
-    "The benchmark never downloads it."
+    "fb374d419588a4632f3f557e76b4b70aebbca790). The benchmark never downloads it."
 )
 
 
-class _DownloadBlockedError(RuntimeError):
-    pass
-
-
-@contextmanager
-def _no_downloads() -> Iterator[None]:
-    """Make tiktoken fail instead of fetching anything while an encoding loads."""
-    original = tiktoken.load.read_file
-
-    def local_only(blobpath: str) -> bytes:
-        if "://" in blobpath:
-            msg = f"not in the tiktoken cache, and this benchmark never downloads: {blobpath}"
-            raise _DownloadBlockedError(msg)
-        return original(blobpath)
-
-    tiktoken.load.read_file = local_only
-    try:
-        yield
-    finally:
-        tiktoken.load.read_file = original
-
-
-def load_exact_encoding(model: str = EXACT_MODEL) -> str | None:
-    """Load ``model``'s encoding into tiktoken's registry; return why not, or None on success.
-
-    Honours TIKTOKEN_CACHE_DIR; if it is unset and ``../shared/tiktoken_cache``
-    exists beside the repository, points TIKTOKEN_CACHE_DIR there. Once loaded,
-    the encoding is held by tiktoken, so TiktokenCounter and ChatOpenAI reuse it.
-    """
+def _offline() -> None:
+    """Point tiktoken at the sibling cache (when TIKTOKEN_CACHE_DIR is unset) and
+    forbid downloads (``TURNTRIM_OFFLINE=1``, unless set otherwise)."""
     if "TIKTOKEN_CACHE_DIR" not in os.environ and _SIBLING_CACHE.is_dir():
         os.environ["TIKTOKEN_CACHE_DIR"] = str(_SIBLING_CACHE)
+    os.environ.setdefault("TURNTRIM_OFFLINE", "1")
+
+
+@functools.cache
+def exact_problem() -> str | None:
+    """Why the exact counter cannot be built offline, or None when it can."""
+    _offline()
     try:
-        with _no_downloads():
-            tiktoken.encoding_for_model(model)
-    except Exception as error:  # noqa: BLE001 - any failure means: skip the exact scenarios, and say why
-        where = os.environ.get("TIKTOKEN_CACHE_DIR", "<unset>")
-        return f"cannot load the {model} encoding (TIKTOKEN_CACHE_DIR={where}): {error}. {HELP}"
+        TiktokenCounter(EXACT_MODEL)
+    except EncodingUnavailableError as error:
+        return f"{error} {HELP}"
     return None
+
+
+@functools.cache
+def exact_counter() -> TiktokenCounter:
+    """The one exact counter (counters are immutable: trimmers may share it)."""
+    _offline()
+    return TiktokenCounter(EXACT_MODEL)

@@ -6,18 +6,20 @@ reassigned field of a message it remembers (check that each counted field is
 still the same object). Nothing else is necessary, so each floor here is a
 bare Python loop doing only that, with no cache, no plan and no report:
 
-* ``full_count``: the cold exact floor. Read each message's fields, dump its
-  tool calls' arguments to JSON as ChatOpenAI sends them, tokenize each text
-  once with ``encode_ordinary``, and sum.
-* ``field_check``: the warm floor. For each remembered message, its counted
-  fields (``message_fields``) are still the remembered objects (``is``);
-  ``Remembered`` does the same in C-level passes, one per message class.
+* ``full_count``: the cold exact floor. Read each message's texts, dump its
+  tool calls' arguments to JSON, tokenize each text once with
+  ``encode_ordinary``, and sum.
+* ``Remembered``: the warm floor. Each remembered message's counted fields
+  (content, name, additional_kwargs, type, and tool_calls/invalid_tool_calls
+  for an AI message or tool_call_id for a tool message, read with
+  ``operator.itemgetter`` over ``message.__dict__``) are still the remembered
+  objects (``is``), checked in one C-level pass per message class.
 * ``approximate_count``: ``count_tokens_approximately``'s arithmetic for the
   common messages, inlined (characters of content, role, name, tool call id
   and tool calls' ``repr``, a quarter rounded up, plus 3).
 * ``counted_loop``: an agent loop's floor. Before each step, check every
   remembered message, then count the messages new since the previous step
-  (``full_count`` or ``approximate_count``) and remember their fields.
+  (each message is counted once, when it is the newest) and remember them.
 """
 
 from __future__ import annotations
@@ -30,24 +32,19 @@ from typing import Any, Final
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_turntrim._counting.keys import fields_getter
-
-__all__ = [
-    "Remembered",
-    "approximate_count",
-    "counted_loop",
-    "encode_loop",
-    "encoded_texts",
-    "field_check",
-    "full_count",
-]
+__all__ = ["Remembered", "approximate_count", "counted_loop", "full_count"]
 
 Encode = Callable[[str], list[int]]
-Getter = Callable[[dict[str, Any]], tuple[Any, ...]]
 #: Counts a list of new messages (``full_count`` bound to an encoding, or ``approximate_count``).
 Count = Callable[[Sequence[BaseMessage]], int]
+Getter = Callable[[dict[str, Any]], tuple[Any, ...]]
 
-# json.dumps(args, ensure_ascii=False): the arguments text ChatOpenAI sends.
+_COMMON: Final = ("content", "name", "additional_kwargs", "type")
+_GETTERS: Final[dict[type, Getter]] = {
+    AIMessage: operator.itemgetter(*_COMMON, "tool_calls", "invalid_tool_calls"),
+    ToolMessage: operator.itemgetter(*_COMMON, "tool_call_id"),
+}
+_PLAIN: Final[Getter] = operator.itemgetter(*_COMMON)
 _dump_args: Final = json.JSONEncoder(ensure_ascii=False).encode
 
 
@@ -56,10 +53,9 @@ def _is_text(block: object) -> bool:
 
 
 def encoded_texts(messages: Sequence[BaseMessage]) -> list[str]:
-    """The texts an exact count of ``messages`` tokenizes, as ChatOpenAI sends them:
-    each non-empty string content (or each text of a list content's strings and
-    ``text`` blocks), each tool call's name and JSON arguments, and each ``name``
-    (a tool message sends none). Roles, per-message constants and tool call ids
+    """The texts an exact count of ``messages`` tokenizes: each string content (or
+    each text of a list content), each tool call's name and JSON arguments, and
+    each ``name`` (a tool message sends none). Roles and per-message constants
     cost fixed numbers of tokens: nothing to encode."""
     texts: list[str] = []
     for message in messages:
@@ -76,32 +72,17 @@ def encoded_texts(messages: Sequence[BaseMessage]) -> list[str]:
     return texts
 
 
-def encode_loop(encode: Encode, texts: Sequence[str]) -> int:
-    """A bare loop of ``encode`` over texts gathered beforehand, summing the lengths."""
+def full_count(encode: Encode, messages: Sequence[BaseMessage]) -> int:
+    """The cold exact floor: read the fields, dump the arguments, encode each text, sum."""
     total = 0
-    for text in texts:
+    for text in encoded_texts(messages):
         total += len(encode(text))
     return total
 
 
-def full_count(encode: Encode, messages: Sequence[BaseMessage]) -> int:
-    """The cold exact floor: read the fields, dump the arguments, encode each text, sum."""
-    return encode_loop(encode, encoded_texts(messages))
-
-
-def field_check(messages: Sequence[BaseMessage], remembered: Sequence[tuple[Any, ...]]) -> bool:
-    """The warm floor: each message's counted fields are still the remembered objects."""
-    for message, fields in zip(messages, remembered, strict=True):
-        for now, then in zip(fields_getter(message)(vars(message)), fields, strict=True):
-            if now is not then:
-                return False
-    return True
-
-
 class Remembered:
-    """What a warm check needs of the messages it remembers, grouped by their
-    fields getter (one per message class) so that each group is checked in one
-    pass of C-level iterators: its messages and their fields, one after the other."""
+    """The messages a warm check remembers, grouped by their fields getter (one
+    per message class): each group's messages and their fields, in order."""
 
     __slots__ = ("groups",)
 
@@ -111,22 +92,23 @@ class Remembered:
     def add(self, messages: Sequence[BaseMessage]) -> None:
         groups = self.groups
         for message in messages:
-            getter = fields_getter(message)
+            getter = _GETTERS.get(type(message), _PLAIN)
             group = groups.get(getter)
             if group is None:
                 group = groups[getter] = ([], [])
             group[0].append(message)
-            group[1].extend(getter(vars(message)))
+            group[1].extend(getter(message.__dict__))
 
     def unchanged(self) -> bool:
         """Whether every remembered message's fields are still the remembered objects."""
-        is_, fields_of = operator.is_, chain.from_iterable
+        is_, flat = operator.is_, chain.from_iterable
         return all(
-            all(map(is_, fields_of(map(getter, map(vars, group))), fields))
+            all(map(is_, flat(map(getter, map(vars, group))), fields))
             for getter, (group, fields) in self.groups.items()
         )
 
 
+#: The characters ``count_tokens_approximately`` adds for each role.
 _ROLES: Final = {HumanMessage: 4, AIMessage: 9, ToolMessage: 4, SystemMessage: 6}
 
 
@@ -148,8 +130,8 @@ def approximate_count(messages: Sequence[BaseMessage]) -> int:
 
 
 def counted_loop(count: Count, messages: Sequence[BaseMessage], steps: Sequence[int]) -> int:
-    """An agent loop's floor: before each step, check every remembered message
-    (``Remembered.unchanged``), then ``count`` the new ones and remember them."""
+    """An agent loop's floor: before each step, check every remembered message,
+    then ``count`` the new ones and remember them."""
     remembered = Remembered()
     seen = total = 0
     for k in steps:

@@ -39,16 +39,16 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
-from benchmarks.encoding import REPO_ROOT
+from benchmarks.encoding import DATA
 from benchmarks.report import Row, Target
-from benchmarks.scenarios import TRIM_MESSAGES_OPTIONS, Settings
+from benchmarks.speed import TRIM_MESSAGES_OPTIONS
+from benchmarks.timing import Settings
 from langchain_turntrim import TurnTrimmer, TurnTrimOverflowError, per_list
 
 __all__ = ["FILES", "long_turns"]
 
 #: The recorded long-turn runs (one user message, then many tool steps).
 FILES: Final = ("tau2-telecom-solo-gpt-4.1.json", "swe-agent-demos.json")
-DATA: Final = REPO_ROOT.parent / "shared" / "data"
 FRACTIONS: Final = (0.1, 0.3, 0.5, 0.7, 0.9)
 
 Arm = Callable[[list[BaseMessage], int], list[BaseMessage]]

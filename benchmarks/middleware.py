@@ -1,6 +1,7 @@
-"""The ``middleware`` scenario: TurnTrimMiddleware's cost per model call in an agent loop.
+"""The ``middleware`` scenario: ``TurnTrimMiddleware``'s cost per model call in an agent loop.
 
-Both sides see the same states of one agent run: a history that grows by the
+Both sides see the same states of agent runs (5 a sample, each on its own
+fresh messages, timed on its last 20 model calls): a history that grows by the
 model's replies and the tool results between calls. ``TurnTrimMiddleware`` is
 timed through ``wrap_model_call`` with a handler that returns a canned reply at
 once (so the figure is the hook's own work), called as ``create_agent`` calls
@@ -9,8 +10,7 @@ the state and the runtime, inside the model node's run context (the config and
 runtime a real ``create_agent`` run hands its hooks, captured once). The
 baseline is ``SummarizationMiddleware.before_model`` on the same states,
 configured so that it never fires (it counts the history every call, then
-returns ``None``); the exact middleware's floor is ``counted_arm``: check
-what the earlier calls sent, tokenize what is new.
+returns ``None``).
 """
 
 from __future__ import annotations
@@ -21,32 +21,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool, tool
-from pydantic import SecretStr
 
 from benchmarks.conversations import OpenAIMessage, fresh_messages
-from benchmarks.encoding import EXACT_MODEL
-from benchmarks.floors import Remembered, full_count
-from benchmarks.report import Row, Target, seconds_summary
-from benchmarks.scenarios import Settings, exact_encode
-from benchmarks.timing import Prepare, Times, interleave, median_ratio
+from benchmarks.report import Row, Target
+from benchmarks.timing import Prepare, Settings, interleave, ratio_row
 
-__all__ = ["TIMED_CALLS", "middleware"]
+__all__ = ["middleware"]
 
-#: The model calls timed per sample: the last ones of the loop, on histories
-#: just under the scenario's size (the earlier calls run first, untimed).
+#: The model calls timed per loop: its last ones (the earlier run first, untimed).
 TIMED_CALLS: Final = 20
-#: The default-counter middleware's budget: the agents guide's example.
+#: Agent loops (each on its own fresh messages) timed together per sample.
+LOOPS: Final = 5
+#: The default middleware's budget: the agents guide's example.
 DEFAULT_BUDGET: Final = 100_000
 #: SummarizationMiddleware's trigger: far above any history here, so it never fires.
 NEVER: Final = 10**12
-#: The default middleware against SummarizationMiddleware.before_model.
-TARGET: Final = Target("<=", 0.4)
-#: The exact middleware against its counted floor.
-FLOOR_TARGET: Final = Target("<=", 1.3)
 
 
 @tool
@@ -114,16 +108,12 @@ def capture_context() -> Context:
     """One real ``create_agent`` run, whose model call records its config and runtime."""
     from langchain.agents import create_agent  # noqa: PLC0415 (needs the agents extra)
     from langchain.agents.middleware import AgentMiddleware  # noqa: PLC0415
-    from langchain_core.language_models.fake_chat_models import (  # noqa: PLC0415
-        GenericFakeChatModel,
-    )
 
     seen: list[Context] = []
 
     class Capture(AgentMiddleware):
         def wrap_model_call(self, request: Any, handler: Any) -> Any:
-            # The context variable as it is, not ensure_config()'s merged copy.
-            config = var_child_runnable_config.get()
+            config = var_child_runnable_config.get()  # as it is, not ensure_config()'s copy
             if config is None:
                 msg = "create_agent ran its wrap_model_call hook outside a run"
                 raise RuntimeError(msg)
@@ -131,8 +121,7 @@ def capture_context() -> Context:
             return handler(request)
 
     model = GenericFakeChatModel(messages=iter([AIMessage("ok")]))
-    agent = create_agent(model, middleware=[Capture()])
-    agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
+    create_agent(model, middleware=[Capture()]).invoke({"messages": [("user", "hi")]})
     return seen[0]
 
 
@@ -153,18 +142,18 @@ def agent_loop(base: Sequence[OpenAIMessage], tag: str) -> Loop:
         message.id = f"{tag}-{i}"
     system = messages[0] if isinstance(messages[0], SystemMessage) else None
     body = messages[1:] if system is not None else messages
-    steps = [k for k, m in enumerate(body) if k and isinstance(m, AIMessage)]
-    histories = [body[:k] for k in steps]
+    histories = [body[:k] for k, m in enumerate(body) if k and isinstance(m, AIMessage)]
     return Loop(system, histories[:-TIMED_CALLS], histories[-TIMED_CALLS:])
 
 
-def turntrim_arm(
-    make: Callable[[], Any], base: Sequence[OpenAIMessage], context: Context, model: Any
-) -> Prepare:
+def turntrim_arm(base: Sequence[OpenAIMessage], context: Context) -> Prepare:
     """A fresh middleware runs the whole loop: the early calls untimed, the last timed."""
     from langchain.agents.middleware import ModelRequest, ModelResponse  # noqa: PLC0415
 
+    from langchain_turntrim import TurnTrimMiddleware  # noqa: PLC0415 (needs the agents extra)
+
     reply = ModelResponse(result=[AIMessage("Done.")])
+    model = GenericFakeChatModel(messages=iter([]))
 
     def handler(_request: Any) -> Any:
         return reply
@@ -183,12 +172,14 @@ def turntrim_arm(
         ]
 
     def prepare(tag: str) -> Callable[[], object]:
-        loop = agent_loop(base, tag)
-        middleware = make()
-        calls = requests(loop, loop.timed)
-        warm = requests(loop, loop.warm)
-        context.run(lambda: [middleware.wrap_model_call(r, handler) for r in warm])
-        return lambda: context.run(lambda: [middleware.wrap_model_call(r, handler) for r in calls])
+        calls = []
+        for i in range(LOOPS):
+            loop = agent_loop(base, f"{tag}.{i}")
+            wrap = TurnTrimMiddleware(max_tokens=DEFAULT_BUDGET).wrap_model_call
+            for request in requests(loop, loop.warm):
+                context.run(functools.partial(wrap, request, handler))
+            calls += [(wrap, r) for r in requests(loop, loop.timed)]
+        return lambda: context.run(lambda: [wrap(r, handler) for wrap, r in calls])
 
     return prepare
 
@@ -196,120 +187,52 @@ def turntrim_arm(
 def summarization_arm(base: Sequence[OpenAIMessage], context: Context) -> Prepare:
     """SummarizationMiddleware.before_model on the same states; it never fires."""
     from langchain.agents.middleware import SummarizationMiddleware  # noqa: PLC0415
-    from langchain_core.language_models.fake_chat_models import (  # noqa: PLC0415
-        GenericFakeChatModel,
-    )
 
     def prepare(tag: str) -> Callable[[], object]:
-        loop = agent_loop(base, tag)
-        fake = GenericFakeChatModel(messages=iter([AIMessage("summary")]))
-        middleware = SummarizationMiddleware(model=fake, trigger=("tokens", NEVER))
-        states = [{"messages": history} for history in loop.timed]
+        calls: list[tuple[Any, Any]] = []
+        for i in range(LOOPS):
+            loop = agent_loop(base, f"{tag}.{i}")
+            fake = GenericFakeChatModel(messages=iter([AIMessage("summary")]))
+            hook = SummarizationMiddleware(model=fake, trigger=("tokens", NEVER))
+            calls += [(hook.before_model, {"messages": history}) for history in loop.timed]
         runtime = context.runtime
-
-        def run() -> object:
-            return [middleware.before_model(state, runtime) for state in states]  # type: ignore[arg-type]
-
-        return lambda: context.run(run)
-
-    return prepare
-
-
-def counted_arm(base: Sequence[OpenAIMessage]) -> Prepare:
-    """The exact middleware's floor on the same timed calls: before each, check
-    every message the earlier calls sent (``Remembered.unchanged``), then
-    ``full_count`` the messages new since the previous call."""
-    count = functools.partial(full_count, exact_encode())
-
-    def prepare(tag: str) -> Callable[[], object]:
-        loop = agent_loop(base, tag)
-        remembered = Remembered()
-        sent: list[BaseMessage] = [loop.system] if loop.system is not None else []
-        sent.extend(loop.warm[-1] if loop.warm else [])
-        remembered.add(sent)
-        seen = len(sent) - (loop.system is not None)
-
-        def run() -> object:
-            done = seen
-            for history in loop.timed:
-                remembered.unchanged()
-                count(history[done:])
-                remembered.add(history[done:])
-                done = len(history)
-            return done
-
-        return run
+        return lambda: context.run(lambda: [before(s, runtime) for before, s in calls])
 
     return prepare
 
 
 def middleware(settings: Settings) -> list[Row]:
-    from langchain_openai import ChatOpenAI  # noqa: PLC0415 (only for the exact scenarios)
-
-    from langchain_turntrim import TurnTrimMiddleware  # noqa: PLC0415
-
     context = capture_context()
-    chat = ChatOpenAI(model=EXACT_MODEL, api_key=SecretStr("sk-bench"))
-    # Each arm: its label and how to build a fresh middleware.
-    setups: dict[str, tuple[str, Callable[[], Any]]] = {
-        "default": (
-            f"TurnTrimMiddleware(max_tokens={DEFAULT_BUDGET:,})",
-            lambda: TurnTrimMiddleware(max_tokens=DEFAULT_BUDGET),
-        ),
-        "for_model": (
-            "TurnTrimMiddleware.for_model(ChatOpenAI gpt-4o)",
-            lambda: TurnTrimMiddleware.for_model(chat),
-        ),
+    base = settings.source.conversation(200)
+    arms = {
+        "turntrim": turntrim_arm(base, context),
+        "summarization": summarization_arm(base, context),
     }
-    rows = []
-    for n in (60, 200) if settings.quick else (200, 1_000):
-        base = settings.source.conversation(n)
-        arms: dict[str, Prepare] = {
-            name: turntrim_arm(make, base, context, chat) for name, (_, make) in setups.items()
-        }
-        arms["summarization"] = summarization_arm(base, context)
-        arms["counted"] = counted_arm(base)
-        times = interleave(arms, settings.repeats)
-        dropping = _dropping_calls(base, {name: make for name, (_, make) in setups.items()})
-        for name, (label, _) in setups.items():
-            row = _row(times, name, label, n)
-            row.notes.append(dropping)
-            rows.append(row)
-        label = setups["for_model"][0]
-        floor = Row(
-            f"middleware, {TIMED_CALLS} calls up to {n:,} msgs",
-            f"{label}.wrap_model_call / counted floor (check what was sent, encode what is new)",
-            FLOOR_TARGET,
-            median_ratio(times["for_model"], times["counted"]),
-            details=seconds_summary({k: times[k] for k in ("for_model", "counted")}),
-        )
-        floor.details.update(messages=n, timed_calls=TIMED_CALLS)
-        rows.append(floor)
-    return rows
-
-
-def _row(times: Times, arm: str, label: str, n: int) -> Row:
-    ratio = median_ratio(times[arm], times["summarization"])
-    row = Row(
-        f"middleware, {TIMED_CALLS} calls up to {n:,} msgs",
-        f"{label}.wrap_model_call / SummarizationMiddleware.before_model",
-        TARGET if arm == "default" else None,
-        ratio,
-        details=seconds_summary({k: times[k] for k in (arm, "summarization")}),
+    times = interleave(arms, settings.repeats)
+    row = ratio_row(
+        f"middleware, {TIMED_CALLS} calls up to {len(base)} msgs",
+        f"TurnTrimMiddleware(max_tokens={DEFAULT_BUDGET:,}).wrap_model_call / "
+        "SummarizationMiddleware.before_model (never fires)",
+        Target("<=", 0.6),
+        times,
+        "turntrim",
+        "summarization",
+        messages=len(base),
+        timed_calls=TIMED_CALLS,
+        loops_per_sample=LOOPS,
     )
-    row.details.update(messages=n, timed_calls=TIMED_CALLS)
-    return row
+    row.notes.append(_dropping(base))
+    return [row]
 
 
-def _dropping_calls(base: Sequence[OpenAIMessage], makes: dict[str, Callable[[], Any]]) -> str:
-    """How many of the timed calls drop turns, per middleware."""
+def _dropping(base: Sequence[OpenAIMessage]) -> str:
+    """How many of the timed calls drop turns (the row's premise: none)."""
+    from langchain_turntrim import TurnTrimmer  # noqa: PLC0415
+
     loop = agent_loop(base, "plan")
+    trimmer = TurnTrimmer(DEFAULT_BUDGET, on_overflow="compact")
     system = [loop.system] if loop.system is not None else []
-    found = []
-    for name, make in makes.items():
-        trimmer = make().trimmer
-        dropping = sum(
-            bool(trimmer.report([*system, *history], tools=TOOLS).dropped) for history in loop.timed
-        )
-        found.append(f"{name} drops turns at {dropping} of {len(loop.timed)} timed calls")
-    return "; ".join(found)
+    found = sum(
+        bool(trimmer.report([*system, *history], tools=TOOLS).dropped) for history in loop.timed
+    )
+    return f"turns dropped at {found} of {len(loop.timed)} timed calls"

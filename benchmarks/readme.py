@@ -1,35 +1,37 @@
 """``python -m benchmarks.readme``: write the documentation's benchmark tables from results.
 
-Each input's newest complete run in ``benchmarks/results`` (every scenario
-ran; partial ``--only`` runs are ignored) fills the tables between their
-markers in README.md and the pages of ``docs/`` (each block in exactly one
-of them), so no figure there is typed by hand. ``make bench`` runs the
-inputs and then this.
+Each input's newest full-size run in ``benchmarks/results`` (every timing
+scenario ran; ``--quick`` and partial ``--only`` runs are ignored) fills the
+tables between their markers in README.md and the pages of ``docs/``, so no
+figure there is typed by hand. The blocks, each ``<!-- bench:NAME -->`` ...
+``<!-- /bench:NAME -->`` in at most one page (a block no page holds is
+skipped, with a note): ``performance`` (every timing row, per input) and one
+per quality scenario (``long-turns``, ``stable-prefix``, ``cache-cost``,
+``calibration``). ``make bench`` runs the inputs and then this.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 from benchmarks.cli import QUALITY
-from benchmarks.report import show_figure
+from benchmarks.report import MARK, show_figure
 
-__all__ = ["INPUTS", "PAGES", "main", "page_of", "render", "replace_between"]
+__all__ = ["INPUTS", "main", "page_of", "pages", "render", "replace_between"]
 
 ROOT: Final = Path(__file__).resolve().parent.parent
-#: Where the marked blocks may be: the README and every documentation page.
-PAGES: Final = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
 RESULTS: Final = Path(__file__).resolve().parent / "results"
 #: Each input's column heading, and how its runs are recognised by their input label.
 INPUTS: Final[tuple[tuple[str, Callable[[str], bool]], ...]] = (
     ("generator", lambda label: label.startswith("generator")),
     ("τ-bench", lambda label: "tau-bench" in label),
 )
-MARK: Final = {True: "✓", False: "✗"}
 
 Document = dict[str, Any]
 Key = tuple[str, str, str]
@@ -52,7 +54,7 @@ def _figure(row: dict[str, Any]) -> str:
         return "—"
     target = row["target"]
     shown = show_figure(ratio, target)
-    return f"{shown} {MARK[row['status'] == 'met']}" if target else shown
+    return f"{shown} {MARK[row['met']]}" if row.get("met") is not None else shown
 
 
 def _rows(document: Document | None) -> dict[Key, dict[str, Any]]:
@@ -65,14 +67,13 @@ def _target(text: str) -> str:
     return text.replace("<=", "≤").replace(">=", "≥") if text else "—"
 
 
-def performance_table(documents: Sequence[Document | None], *, scaling: bool = False) -> str:
-    """Scenario, comparison, target and one column per input (the scaling rows
-    alone when ``scaling``, else every timing row but those)."""
+def performance_table(documents: Sequence[Document | None]) -> str:
+    """Scenario, comparison, target and one column per input, every timing row."""
     by_input = [_rows(d) for d in documents]
     keys: list[Key] = []
     for rows in by_input:
         keys += [k for k in rows if k not in keys]
-    keys = [k for k in keys if k[0].startswith("warm trim,") == scaling and k[0] not in QUALITY]
+    keys = [k for k in keys if k[0] not in QUALITY]
     head = ["scenario", "comparison", "target", *(name for name, _ in INPUTS)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for key in keys:
@@ -130,7 +131,7 @@ def run_line(documents: Sequence[Document | None]) -> str:
         parts.append(
             f"{name}: {document['created'][:10]}, {machine['cpus']} cores, "
             f"Python {machine['python']}, langchain-core {versions['langchain-core']}, "
-            f"langchain-openai {versions['langchain-openai']}, tiktoken {versions['tiktoken']}, "
+            f"langchain {versions.get('langchain', '?')}, tiktoken {versions['tiktoken']}, "
             f"{document['options']['repeats']} repeats"
         )
     return "Runs: " + "; ".join(parts) + "."
@@ -143,7 +144,6 @@ def render(documents: Sequence[Document | None], quality: Document | None) -> di
         "performance": "\n\n".join(
             [run_line(documents), performance_table(documents), "Notes:\n\n" + notes(documents)]
         ),
-        "scaling": performance_table(documents, scaling=True),
         **{name: quality_block(quality, name) for name in QUALITY},
     }
 
@@ -164,17 +164,25 @@ def _shown(page: Path) -> str:
     return str(page.relative_to(ROOT) if page.is_relative_to(ROOT) else page)
 
 
-def page_of(name: str, pages: Sequence[Path] = PAGES) -> Path:
-    """The one page that holds block ``name``'s opening marker."""
-    found = [p for p in pages if f"<!-- bench:{name} -->" in p.read_text(encoding="utf-8")]
-    if len(found) != 1:
-        shown = ", ".join(map(_shown, found)) or "none"
-        msg = f"<!-- bench:{name} --> must be in exactly one page, found in: {shown}"
+def pages() -> list[Path]:
+    """Where the marked blocks may be: the README and every documentation page."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def page_of(name: str, among: Sequence[Path]) -> Path | None:
+    """The one page that holds block ``name``'s opening marker (None: no page does)."""
+    found = [p for p in among if f"<!-- bench:{name} -->" in p.read_text(encoding="utf-8")]
+    if len(found) > 1:
+        shown = ", ".join(map(_shown, found))
+        msg = f"<!-- bench:{name} --> must be in at most one page, found in: {shown}"
         raise ValueError(msg)
-    return found[0]
+    return found[0] if found else None
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.readme", description=__doc__)
+    parser.add_argument("--dry-run", action="store_true", help="print the blocks; write no page")
+    dry_run = parser.parse_args(argv).dry_run
     documents = [newest_run(RESULTS, matches, "timing") for _, matches in INPUTS]
     quality = next(
         (q for _, m in INPUTS if (q := newest_run(RESULTS, m, "quality")) is not None), None
@@ -183,16 +191,29 @@ def main() -> int:
         print("no full benchmark run in benchmarks/results: run `make bench`")
         return 1
     written: dict[Path, str] = {}
-    for name, body in render(documents, quality).items():
-        page = page_of(name)
+    blocks = render(documents, quality)
+    among = pages()
+    for name, body in blocks.items():
+        page = page_of(name, among)
+        if page is None:
+            print(f"note: no page holds <!-- bench:{name} -->: its table is not written")
+            continue
         text = written.get(page, page.read_text(encoding="utf-8"))
         written[page] = replace_between(text, name, body)
+        if dry_run:
+            print(f"--- <!-- bench:{name} --> in {_shown(page)}:\n{body}\n")
     for page, text in written.items():
-        page.write_text(text, encoding="utf-8")
+        if not dry_run:
+            page.write_text(text, encoding="utf-8")
+    for page in among:
+        for name in re.findall(r"<!-- bench:([\w-]+) -->", page.read_text(encoding="utf-8")):
+            if name not in blocks:
+                print(f"warning: {_shown(page)} holds <!-- bench:{name} -->, which no run writes")
     names = [name for name, _ in INPUTS]
     ran = [f"{n} ({'run' if d else 'not run'})" for n, d in zip(names, documents, strict=True)]
-    shown = ", ".join(map(_shown, written))
-    print(f"{shown}: benchmark tables rewritten from", ", ".join(ran))
+    shown = ", ".join(map(_shown, written)) or "no page"
+    done = "would be rewritten (--dry-run)" if dry_run else "rewritten"
+    print(f"{shown}: benchmark tables {done} from", ", ".join(ran))
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Result rows, the stdout table and the JSON file."""
+"""Result rows, the stdout report and the JSON file ``benchmarks.readme`` reads."""
 
 from __future__ import annotations
 
@@ -13,7 +13,18 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["Row", "Target", "markdown_table", "seconds_summary", "show_ratio", "write_json"]
+__all__ = [
+    "MARK",
+    "Row",
+    "Target",
+    "markdown_table",
+    "seconds_summary",
+    "show_figure",
+    "write_json",
+]
+
+#: How a row's result is shown: met, missed.
+MARK = {True: "✓", False: "✗"}
 
 
 def show_ratio(ratio: float) -> str:
@@ -23,8 +34,8 @@ def show_ratio(ratio: float) -> str:
 
 
 def show_figure(ratio: float, target: str) -> str:
-    """``ratio`` shown as its target ``target`` (``str(Target)``, or "") is:
-    a percentage, a ratio, or a whole number of the target's unit ("<= 300 B")."""
+    """``ratio`` shown as its target (``str(Target)``, or "") is: a percentage,
+    a ratio, or a whole number of the target's unit (``<= 400 B``)."""
     if target.endswith("%"):
         return f"{ratio:.1%}"
     _, _, unit = target.partition(" ")[2].partition(" ")
@@ -33,7 +44,7 @@ def show_figure(ratio: float, target: str) -> str:
 
 @dataclass(frozen=True)
 class Target:
-    """``ratio <= value`` or ``ratio >= value``; ``percent`` shows both as
+    """``figure <= value`` or ``figure >= value``; ``percent`` shows both as
     percentages, ``unit`` (e.g. ``"B"``) as a whole number of that unit."""
 
     op: Literal["<=", ">="]
@@ -41,11 +52,8 @@ class Target:
     percent: bool = False
     unit: str | None = None
 
-    def met(self, ratio: float) -> bool:
-        return ratio <= self.value if self.op == "<=" else ratio >= self.value
-
-    def show(self, ratio: float) -> str:
-        return show_figure(ratio, str(self))
+    def met(self, figure: float) -> bool:
+        return figure <= self.value if self.op == "<=" else figure >= self.value
 
     def __str__(self) -> str:
         if self.unit is not None:
@@ -56,7 +64,8 @@ class Target:
 
 @dataclass
 class Row:
-    """One figure: a ratio of two measurements taken side by side, and its target."""
+    """One figure (a ratio of two measurements taken side by side, or a
+    quality measure) and its target."""
 
     scenario: str
     comparison: str
@@ -67,24 +76,25 @@ class Row:
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def status(self) -> str:
-        """``met``/``MISSED``; ``skipped`` without a ratio; ``—`` for a figure without a target."""
-        if self.ratio is None:
-            return "skipped"
-        if self.target is None:
-            return "—"
-        return "met" if self.target.met(self.ratio) else "MISSED"
+    def met(self) -> bool | None:
+        """Whether the target is met (None: skipped, or no target)."""
+        if self.ratio is None or self.target is None:
+            return None
+        return self.target.met(self.ratio)
 
     @property
-    def shown_ratio(self) -> str:
+    def status(self) -> str:
         if self.ratio is None:
-            return "—"
-        return show_ratio(self.ratio) if self.target is None else self.target.show(self.ratio)
+            return "skipped"
+        return "—" if self.met is None else MARK[self.met]
+
+    @property
+    def shown(self) -> str:
+        return "—" if self.ratio is None else show_figure(self.ratio, str(self.target or ""))
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data["target"] = str(self.target or "")
-        data["status"] = self.status
+        data.update(target=str(self.target or ""), met=self.met, status=self.status)
         return data
 
 
@@ -97,11 +107,10 @@ def seconds_summary(times: dict[str, list[float]]) -> dict[str, Any]:
 
 
 def markdown_table(rows: list[Row]) -> str:
-    header = ["scenario", "comparison", "ratio", "target", "result"]
+    header = ["scenario", "comparison", "figure", "target", "result"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
-        target = "—" if row.target is None else str(row.target)
-        cells = [row.scenario, row.comparison, row.shown_ratio, target, row.status]
+        cells = [row.scenario, row.comparison, row.shown, str(row.target or "—"), row.status]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -113,16 +122,12 @@ def _version(package: str) -> str:
         return "not installed"
 
 
-def _versions() -> dict[str, str]:
-    names = ("langchain-turntrim", "langchain-core", "langchain-openai", "tiktoken")
-    return {name: _version(name) for name in names}
-
-
 def write_json(rows: list[Row], options: dict[str, Any], folder: Path) -> Path:
     """Write the run to ``folder/bench-<time>.json`` and return the path."""
     folder.mkdir(parents=True, exist_ok=True)
     now = dt.datetime.now(dt.timezone.utc)
     path = folder / f"bench-{now:%Y%m%d-%H%M%S}.json"
+    packages = ("langchain-turntrim", "langchain-core", "langchain", "tiktoken")
     document = {
         "created": now.isoformat(timespec="seconds"),
         "machine": {
@@ -130,7 +135,7 @@ def write_json(rows: list[Row], options: dict[str, Any], folder: Path) -> Path:
             "platform": platform.platform(),
             "python": sys.version.split()[0],
         },
-        "versions": _versions(),
+        "versions": {name: _version(name) for name in packages},
         "options": options,
         "rows": [row.as_json() for row in rows],
     }

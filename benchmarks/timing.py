@@ -13,12 +13,38 @@ import gc
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
 
-__all__ = ["Prepare", "Times", "interleave", "median_ratio"]
+from benchmarks.conversations import Source
+from benchmarks.report import Row, Target, seconds_summary
+
+__all__ = [
+    "BUDGET_FRACTION",
+    "Prepare",
+    "Settings",
+    "Times",
+    "interleave",
+    "median_ratio",
+    "ratio_row",
+]
+
+#: Every timed budget is this fraction of the history's total tokens.
+BUDGET_FRACTION: Final = 0.25
 
 #: Given a tag unique to the repeat and arm, build the inputs and return the timed call.
 Prepare = Callable[[str], Callable[[], object]]
 Times = dict[str, list[float]]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a run was asked for: the input, the repeats, and ``--quick`` (fewer
+    repeats; the quality scenarios replay fewer conversations)."""
+
+    source: Source
+    repeats: int
+    quick: bool
 
 
 def _time_one(prepare: Prepare, tag: str) -> float:
@@ -51,3 +77,18 @@ def interleave(arms: Mapping[str, Prepare], repeats: int, *, warmup: bool = True
 def median_ratio(numerator: Sequence[float], denominator: Sequence[float]) -> float:
     """The median of the per-repeat ratios ``numerator[i] / denominator[i]``."""
     return statistics.median(n / d for n, d in zip(numerator, denominator, strict=True))
+
+
+def ratio_row(
+    scenario: str,
+    comparison: str,
+    target: Target | None,
+    times: Times,
+    numerator: str,
+    denominator: str,
+    **details: object,
+) -> Row:
+    """A row for ``times[numerator] / times[denominator]``, the two arms' times kept."""
+    row = Row(scenario, comparison, target, median_ratio(times[numerator], times[denominator]))
+    row.details.update(seconds_summary({k: times[k] for k in (numerator, denominator)}), **details)
+    return row

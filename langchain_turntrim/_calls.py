@@ -1,186 +1,224 @@
-"""Tool calls without their results: finding them, and the copy sent without them.
-
-A provider rejects a request in which an assistant's tool call is not
-answered by a result right after it (before the next user or assistant
-message): OpenAI and Anthropic both answer 400. Such a call is left in a
-history by a run that stopped mid-step (a tool raised, the process was
-interrupted). ``Calls`` finds them, in one pass that can be resumed as a
-history grows; ``without`` is the copy of an assistant message without them
-(its text, reasoning and other calls stay), or None when nothing is left.
-"""
+"""The tool calls a message makes or answers, and its reasoning, in every
+format they come in (see ``_anatomy``); what a request must leave out; and
+the usage a reply reports."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import compress, islice
 from typing import Any, Final
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_turntrim._compaction.edits import REASONING_BLOCKS
-from langchain_turntrim._core import CONTINUE, REPLY, TrimPlan
+from langchain_turntrim._anatomy import dicts
+from langchain_turntrim._core import CONTINUE, PINNED, REPLY
 
-__all__ = ["Calls", "Unanswered", "unanswered_calls", "with_unanswered", "without"]
+__all__ = [
+    "REASONING",
+    "answered",
+    "answers",
+    "calls",
+    "links",
+    "links_of",
+    "opens_with_reasoning",
+    "reported_usage",
+    "unmatched",
+    "without",
+]
 
-#: The assistant messages whose calls have no result, by index, with those calls' ids.
-Unanswered = tuple[tuple[int, frozenset[str]], ...]
+#: Reasoning blocks: sent back unchanged, and never last in a message.
+REASONING: Final = frozenset(("thinking", "redacted_thinking", "reasoning"))
+#: Content blocks that call a tool, and the key holding the call's id.
+_CALL_BLOCKS: Final = {"tool_use": "id", "tool_call": "id", "function_call": "call_id"}
 
 
-def _ids(calls: Iterable[Any]) -> set[str]:
-    """The ids of an assistant message's calls (valid or not), as str."""
-    try:
-        found = {c.get("id") for c in calls}
-    except TypeError:  # an id that cannot be hashed
-        found = {None}
-    for i in found:
-        if type(i) is not str or not i:  # a missing, empty or other id: made a str, or left out
-            return {i if type(i) is str else str(i) for i in (c.get("id") for c in calls) if i}
+def _type(block: object) -> object:
+    return block.get("type") if isinstance(block, dict) else None
+
+
+def calls(message: BaseMessage) -> set[str]:
+    """The ids of the tool calls an assistant message makes, in any format."""
+    if (
+        type(message.content) is str
+        and not getattr(message, "invalid_tool_calls", None)
+        and "tool_calls" not in message.additional_kwargs
+    ):  # the common case, without the block and raw-call scans
+        return {c["id"] for c in getattr(message, "tool_calls", ()) if c.get("id")}
+    found = {c["id"] for c in getattr(message, "tool_calls", ()) if c.get("id")}
+    found.update(c["id"] for c in getattr(message, "invalid_tool_calls", ()) if c.get("id"))
+    raw = message.additional_kwargs.get("tool_calls")
+    if isinstance(raw, list):
+        found.update(str(c["id"]) for c in raw if isinstance(c, dict) and c.get("id"))
+    for block in dicts(message.content):
+        key = _CALL_BLOCKS.get(block.get("type"))  # type: ignore[arg-type]
+        if key is not None and block.get(key):
+            found.add(str(block[key]))
     return found
 
 
-def answered(message: BaseMessage) -> list[str]:
-    """The calls a result message answers: a tool message's, or the
-    ``tool_result`` blocks of a user message."""
+def answers(message: BaseMessage) -> list[str]:
+    """The ids of the calls a result message answers."""
     tool_id = getattr(message, "tool_call_id", None)
     if tool_id:
-        return [str(tool_id)]
+        return [tool_id]
+    return [
+        str(b.get("tool_use_id")) for b in dicts(message.content) if b.get("type") == "tool_result"
+    ]
+
+
+def opens_with_reasoning(message: BaseMessage) -> bool:
+    """Its content starts with a reasoning block (Anthropic refuses a turn in
+    progress whose first assistant message lost its thinking)."""
     content = message.content
-    if isinstance(content, list):
-        return [
-            str(b.get("tool_use_id"))
-            for b in content
-            if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id")
-        ]
-    return []
+    return isinstance(content, list) and bool(content) and _type(content[0]) in REASONING
 
 
-class Calls:
-    """The unanswered calls of a history, found as it is fed (resumable).
+def links(message: BaseMessage, kind: int) -> tuple[str, ...]:
+    """The ids of the calls a message of ``kind`` makes (a reply) or answers (a result)."""
+    if kind == REPLY:
+        return tuple(calls(message))
+    return tuple(answers(message)) if kind == CONTINUE else ()
 
-    ``unanswered`` maps the index of each assistant message with calls no
-    result answered to their ids; the newest assistant message's calls not
-    answered yet stay open (unanswered too if the history is sent as it is).
-    Only assistant messages and the results right after them are read.
-    """
 
-    __slots__ = ("_open", "_reply", "size", "unanswered")
+def links_of(
+    messages: Sequence[BaseMessage], seen: Sequence[Any], i: int, sent: BaseMessage
+) -> Any:
+    """``links`` of ``sent`` (the message at ``i``, or a copy the trim made),
+    remembered in its ``seen`` entry."""
+    entry = seen[i]
+    if sent is not messages[i]:
+        return links(sent, entry.kind)
+    if entry.links is None:
+        entry.links = links(sent, entry.kind)
+    return entry.links
 
-    def __init__(self) -> None:
-        self.size = 0
-        self.unanswered: dict[int, frozenset[str]] = {}
-        self._open: set[str] = set()
-        self._reply = -1
 
-    def feed(self, messages: Sequence[BaseMessage], kinds: Sequence[int], start: int = 0) -> None:
-        """Feed the messages after those fed so far (``kinds``: theirs), read
-        from index ``start`` on (a turn's start: the calls before it are not
-        looked at)."""
-        base, n = self.size, len(messages)
-        if not self._open and REPLY not in kinds:  # no call to look at (most of an agent's steps)
-            self.size = base + n
-            return
-        if self._open:  # the results of the previous feed's last reply may go on
-            start = _answer(self._open, messages, kinds, 0)
-            if start < n:
-                if self._open:
-                    self.unanswered[self._reply] = frozenset(self._open)
-                self._open = set()
-        for i in compress(range(start, n), map(_IS_REPLY, islice(kinds, start, None))):
-            message = messages[i]
-            calls = getattr(message, "tool_calls", None)
-            invalid = getattr(message, "invalid_tool_calls", None)
-            if invalid:
-                calls = [*calls, *invalid] if calls else invalid
-            elif not calls:
-                continue
-            ids = _ids(calls)
-            j = i + 1
-            while ids and j < n and kinds[j] == CONTINUE:  # _answer, inlined: the hot loop
-                result = messages[j]
-                tool_id = getattr(result, "tool_call_id", None)
-                if tool_id:
-                    ids.discard(tool_id if type(tool_id) is str else str(tool_id))
+def unmatched(
+    messages: Sequence[BaseMessage],
+    kinds: Sequence[int],
+    ids: Sequence[tuple[str, ...]] | None = None,
+) -> dict[int, set[str]]:
+    """What a request of ``messages`` must leave out, by index: an assistant's
+    calls that no result answers before the next user or assistant message, and
+    results that answer no open call (pinned messages between them are moved
+    first in a request, so they interrupt nothing). ``ids``: each one's
+    ``links``, where already known."""
+    if ids is None:
+        ids = list(map(links, messages, kinds))
+    found: dict[int, set[str]] = {}
+    reply, open_calls = -1, set[str]()
+    for i, (kind, linked) in enumerate(zip(kinds, ids, strict=True)):
+        if kind == PINNED:
+            continue
+        if kind == CONTINUE:
+            for call in linked:
+                if call in open_calls:
+                    open_calls.discard(call)
                 else:
-                    ids.difference_update(answered(result))
-                j += 1
-            if ids:
-                if j == n:
-                    self._open, self._reply = ids, base + i
-                else:
-                    self.unanswered[base + i] = frozenset(ids)
-        self.size = base + n
-
-    def of_request(self) -> Unanswered:
-        """Every unanswered call of the history sent as it is (the newest
-        reply's open calls included), by index."""
-        found = self.unanswered
-        if self._open:
-            found = {**found, self._reply: frozenset(self._open)}
-        return tuple(sorted(found.items())) if found else ()
+                    found.setdefault(i, set()).add(call)
+            continue
+        if open_calls:
+            found[reply] = open_calls
+        reply, open_calls = i, set(linked)
+    if open_calls:
+        found[reply] = open_calls
+    return found
 
 
-_IS_REPLY: Final = frozenset((REPLY,)).__contains__  # faster in C than ``REPLY.__eq__``
-
-
-def _answer(ids: set[str], messages: Sequence[BaseMessage], kinds: Sequence[int], i: int) -> int:
-    """Take from ``ids`` the calls the results from ``i`` on answer; the index
-    where their run ends, or where nothing is left to answer."""
-    n = len(messages)
-    while ids and i < n and kinds[i] == CONTINUE:
-        ids.difference_update(answered(messages[i]))
-        i += 1
-    return i
-
-
-def unanswered_calls(
-    plan: TrimPlan, messages: Sequence[BaseMessage], kinds: Sequence[int]
-) -> TrimPlan:
-    """``plan`` with the unanswered calls of what it may send: the messages
-    from its first kept turn, or its newest turn, on (compaction keeps no
-    other)."""
-    calls = Calls()
-    calls.feed(messages, kinds, min(plan.keep_from, plan.newest_turn_start))
-    return with_unanswered(plan, calls.of_request())
-
-
-def with_unanswered(plan: TrimPlan, unanswered: Unanswered) -> TrimPlan:
-    """``plan`` with the unanswered calls found (itself when there are none)."""
-    return plan.replaced(unanswered=unanswered) if unanswered else plan
-
-
-def without(message: BaseMessage, ids: frozenset[str]) -> BaseMessage | None:
-    """``message`` without the calls ``ids``: a new object of its class, or
-    None when it would hold nothing but reasoning."""
+def without(message: BaseMessage, ids: Iterable[str]) -> BaseMessage | None:
+    """``message`` without the calls (or results) ``ids``: a new object of its
+    class; None when nothing but reasoning would be left of it. A reasoning
+    block is never left last: it goes with the call that followed it."""
+    ids = set(ids)
+    if isinstance(message, ToolMessage) or message.type == "function":
+        return None  # its one result answers nothing
     update: dict[str, Any] = {}
     for field in ("tool_calls", "invalid_tool_calls"):
-        calls = getattr(message, field, None)
-        if calls:
-            update[field] = [c for c in calls if str(c.get("id")) not in ids]
+        listed = getattr(message, field, None)
+        if listed:
+            update[field] = [c for c in listed if c.get("id") not in ids]
     raw = message.additional_kwargs.get("tool_calls")
     if isinstance(raw, list):
         kept = [c for c in raw if not (isinstance(c, dict) and str(c.get("id")) in ids)]
-        update["additional_kwargs"] = {**message.additional_kwargs, "tool_calls": kept}
-        if not kept:
-            del update["additional_kwargs"]["tool_calls"]
-    content = message.content
+        extra = {k: v for k, v in message.additional_kwargs.items() if k != "tool_calls"}
+        update["additional_kwargs"] = {**extra, "tool_calls": kept} if kept else extra
+    content: Any = message.content
     if isinstance(content, list):
-        blocks = [
-            b
-            for b in content
-            if not (isinstance(b, dict) and b.get("type") == "tool_use" and str(b.get("id")) in ids)
-        ]
-        update["content"] = blocks
-        meaningful = [
-            b
-            for b in blocks
-            if not (isinstance(b, dict) and b.get("type") in REASONING_BLOCKS)
-            and not (isinstance(b, dict) and b.get("type") == "text" and not b.get("text"))
-            and b != ""
-        ]
-        content_left = bool(meaningful)
-    else:
-        content_left = bool(content)
-    calls_left = bool(update.get("tool_calls") or update.get("invalid_tool_calls"))
-    if not content_left and not calls_left:
+        content = [b for b in content if not _made_or_answered(b, ids)]
+        while content and _type(content[-1]) in REASONING:
+            content.pop()
+        update["content"] = content
+    if (
+        not _meaningful(content)
+        and not update.get("tool_calls")
+        and not update.get("invalid_tool_calls")
+    ):
         return None
     return message.model_copy(update=update)
+
+
+def _meaningful(content: object) -> bool:
+    """Whether ``content`` says anything beside reasoning and empty text."""
+    if not isinstance(content, list):
+        return bool(content)
+    return any(isinstance(b, str) and b for b in content) or any(
+        b.get("type") not in REASONING and b.get("text", True) for b in dicts(content)
+    )
+
+
+def _made_or_answered(block: object, ids: set[str]) -> bool:
+    if not isinstance(block, dict):
+        return False
+    kind = block.get("type")
+    key = "tool_use_id" if kind == "tool_result" else _CALL_BLOCKS.get(kind)  # type: ignore[arg-type]
+    return key is not None and str(block.get(key)) in ids
+
+
+def reported_usage(messages: Sequence[object]) -> tuple[int, int, int | None] | None:
+    """``(input tokens, cache hits, cache writes)`` of the last assistant message
+    that reports its input (``usage_metadata``, else the providers' raw figures:
+    Anthropic's ``cache_*_input_tokens``, OpenAI's ``cached_tokens``); writes
+    are None where the provider does not say (OpenAI: every uncached token)."""
+    for message in reversed(messages):
+        usage = getattr(message, "usage_metadata", None) if isinstance(message, AIMessage) else None
+        total = _natural(usage.get("input_tokens")) if usage else None
+        if total is None:
+            continue
+        details = usage.get("input_token_details") or {}  # type: ignore[union-attr]
+        read, written = _natural(details.get("cache_read")), _natural(details.get("cache_creation"))
+        raw = message.response_metadata.get("usage") or message.response_metadata.get("token_usage")  # type: ignore[attr-defined]
+        if isinstance(raw, dict):
+            prompt = raw.get("prompt_tokens_details")
+            if read is None:
+                read = _natural(raw.get("cache_read_input_tokens")) or (
+                    _natural(prompt.get("cached_tokens")) if isinstance(prompt, dict) else None
+                )
+            if written is None:
+                written = _natural(raw.get("cache_creation_input_tokens"))
+        read = min(read or 0, total)
+        return total, read, None if written is None else min(written, total - read)
+    return None
+
+
+def _natural(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def answered(
+    indices: list[int],
+    kept: list[BaseMessage],
+    kinds: list[int],
+    ids: Sequence[tuple[str, ...]] | None = None,
+) -> tuple[list[int], list[BaseMessage], int, int]:
+    """What is sent: the kept messages without the calls no result answers and
+    the results that answer no call (a provider refuses either)."""
+    found = unmatched(kept, [kinds[i] for i in indices], ids)
+    if not found:
+        return indices, kept, 0, 0
+    calls = sum(len(ids) for p, ids in found.items() if kinds[indices[p]] == REPLY)
+    results = sum(len(ids) for p, ids in found.items() if kinds[indices[p]] != REPLY)
+    sent = [
+        (i, without(m, found[p]) if p in found else m)
+        for p, (i, m) in enumerate(zip(indices, kept, strict=True))
+    ]
+    pairs = [(i, m) for i, m in sent if m is not None]
+    return [i for i, _ in pairs], [m for _, m in pairs], calls, results

@@ -1,198 +1,172 @@
-"""The trimming options: one frozen object that every entry point builds, each
-field's validator declared beside it and every default in one place.
-
-Imports nothing from LangChain (the ``turntrim`` command builds it before
-deciding whether it needs LangChain at all). ``token_counter`` is checked when
-it is resolved, by the entry point that counts with it.
-"""
+"""``TrimOptions``: every option of a trim, each declared once with its check."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, TypedDict, get_args
+from typing import Any, Literal, get_args
 
-from langchain_turntrim._cache_rules import (
-    CACHE_RULES,
-    CacheRule,
-    cache_price_for,
-    check_cache_price,
-)
-from langchain_turntrim._core import check_count, check_trim_to
-from langchain_turntrim._core.depth import CachePrice, check_rate
-from langchain_turntrim._safe_repr import safe_repr
+from langchain_turntrim._core import check_count, check_rate, check_trim_to, shown
+from langchain_turntrim._counting import CalibratedCounter, openai_counter, resolve_counter
+from langchain_turntrim.cache_pricing import CachePrice, CacheRule, cache_price_for, check_price
 
-__all__ = [
-    "AGENT_ON_OVERFLOW",
-    "AUTO",
-    "DEFAULT_CACHE_SIZE",
-    "DEFAULT_KEEP_TOOL_RESULTS",
-    "MODES",
-    "ON_OVERFLOW",
-    "Auto",
-    "CachePricing",
-    "Mode",
-    "OnOverflow",
-    "TrimKeywords",
-    "TrimOptions",
-    "check_choice",
-]
+__all__ = ["OnOverflow", "TrimOptions", "model_counter"]
 
-#: What to do when not even the newest turn fits beside the pinned messages:
-#: keep only the pinned messages, raise ``TurnTrimOverflowError``, or compact
-#: inside the newest turn.
 OnOverflow = Literal["drop", "raise", "compact"]
-#: ``"request"`` trims what the model sees; ``"state"`` also deletes from the agent's state.
-Mode = Literal["request", "state"]
-#: ``trim_to="auto"``: the cut depth priced by the prompt cache's rules.
-Auto = Literal["auto"]
-AUTO: Final[Auto] = "auto"
-#: What ``cache_price`` takes: one price for every model, your own table, or
-#: None (the published table, matched from the model called).
-CachePricing = CachePrice | Sequence[CacheRule] | None
-
-ON_OVERFLOW: Final[tuple[str, ...]] = get_args(OnOverflow)
-MODES: Final[tuple[str, ...]] = get_args(Mode)
-#: Tool results of the newest turn that ``"compact"`` leaves intact by default.
-DEFAULT_KEEP_TOOL_RESULTS: Final = 3
-#: Messages whose counts (and histories whose plans) are remembered by default.
-DEFAULT_CACHE_SIZE: Final = 16_384
-#: ``on_overflow`` of the agent middlewares: an agent works inside one long turn.
-AGENT_ON_OVERFLOW: Final[OnOverflow] = "compact"
-
-#: A field's validator: ``(value, the options so far, field name) -> the value to keep``.
-Check = Callable[[Any, "TrimOptions", str], Any]
 
 
-def check_choice(value: object, name: str, choices: tuple[str, ...]) -> None:
-    """Raise ``ValueError`` unless ``value`` is one of ``choices``."""
-    if value not in choices:
-        quoted = [repr(choice) for choice in choices]
-        accepted = " or ".join([", ".join(quoted[:-1]), quoted[-1]] if len(quoted) > 1 else quoted)
-        msg = f"{name} must be {accepted}, got {safe_repr(value, 80)}"
+def _on_overflow(value: object, name: str) -> object:
+    if value not in get_args(OnOverflow):
+        msg = f"{name} must be 'drop', 'raise' or 'compact', got {shown(value)}"
         raise ValueError(msg)
-
-
-def _count(value: object, _: TrimOptions, name: str) -> int:
-    return check_count(value, name)
-
-
-def _on_overflow(value: object, _: TrimOptions, name: str) -> object:
-    check_choice(value, name, ON_OVERFLOW)
     return value
 
 
-def _trim_to(value: object, options: TrimOptions, _: str) -> int | Auto | None:
-    if value == AUTO and isinstance(value, str):
-        return AUTO
-    if isinstance(value, str):
-        msg = f"trim_to must be an int, None or {AUTO!r}, got {safe_repr(value, 80)}"
-        raise ValueError(msg)  # noqa: TRY004 - a str, but not the one accepted
-    return check_trim_to(value, options.max_tokens)
-
-
-def _cache_price(value: object, _: TrimOptions, name: str) -> object:
-    return check_cache_price(value, name)
-
-
-def _context_value(value: object, _: TrimOptions, name: str) -> float:
-    return check_rate(value, name)
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrimOptions:
-    """The options of a trim, checked when built (in field order).
+    """The options of a trim, checked when made, in this order. Every entry point
+    (``TurnTrimmer``, ``trim_turns``, the middlewares) takes them as keywords,
+    with these defaults (the middlewares' ``on_overflow`` aside: ``"compact"``)."""
 
-    Attributes:
-        max_tokens: The budget for the whole kept list (or request), as the
-            counter counts it.
-        token_counter: What counts tokens (see ``TurnTrimmer``).
-        on_overflow: When not even the newest turn fits beside the pinned
-            messages: ``"drop"`` keeps only them, ``"raise"`` raises,
-            ``"compact"`` compacts the newest turn.
-        keep_tool_results: Under ``"compact"``, how many of the newest tool
-            results are never cleared.
-        trim_to: Cut an over-budget history down to about this many tokens,
-            at a boundary later calls keep (``None``: just under ``max_tokens``;
-            ``"auto"``: the level the prompt cache's prices make cheapest).
-        cache_size: How many per-message counts to keep (LRU), and the
-            longest history whose plan is remembered; 0 disables both.
-        cache_price: The prompt cache's rules ``"auto"`` prices with: a
-            ``CachePrice`` for every model, a sequence of ``CacheRule`` to
-            match the model from, or None (``CACHE_RULES``, matched from
-            the model called; ``DEFAULT_CACHE_PRICE`` without one).
-        context_value: What a token of context given up (against the greedy
-            trim) is worth, in base input prices (default 1.0).
-    """
-
-    max_tokens: int = field(metadata={"check": _count})
-    token_counter: Any = "approximate"
+    max_tokens: int = field(metadata={"check": check_count})
+    """The budget for everything sent, as the counter counts it: the pinned
+    messages, the tools' schemas and the kept turns."""
+    token_counter: Any = field(default="approximate", metadata={"check": resolve_counter})
+    """What counts: ``"approximate"`` (LangChain's ``count_tokens_approximately``),
+    ``"tiktoken:MODEL"`` or a ``TiktokenCounter``, a ``CalibratedCounter``, a chat
+    model, a function (see ``per_message``, ``per_list``) or your own
+    ``TokenCounter``. Held resolved: ``options.token_counter`` is the counter."""
     on_overflow: OnOverflow = field(default="drop", metadata={"check": _on_overflow})
-    keep_tool_results: int = field(default=DEFAULT_KEEP_TOOL_RESULTS, metadata={"check": _count})
-    trim_to: int | Auto | None = field(default=None, metadata={"check": _trim_to})
-    cache_size: int = field(default=DEFAULT_CACHE_SIZE, metadata={"check": _count})
-    cache_price: CachePricing = field(default=None, metadata={"check": _cache_price})
-    context_value: float = field(default=1.0, metadata={"check": _context_value})
+    """When not even the newest turn fits beside the pinned messages: ``"drop"``
+    keeps only them (the spec), ``"raise"`` raises ``TurnTrimOverflowError``,
+    ``"compact"`` makes the newest turn smaller until it fits."""
+    keep_tool_results: int = field(default=3, metadata={"check": check_count})
+    """Under ``"compact"``, how many of the newest tool results are never cleared."""
+    trim_to: int | Literal["auto"] | None = None
+    """Cut an over-budget history down to about this many tokens, at a turn
+    boundary that later calls keep, so a provider's prompt cache survives
+    (None: just under ``max_tokens``; ``"auto"``: the level the cache's prices
+    make cheapest)."""
+    cache_size: int = field(default=16_384, metadata={"check": check_count})
+    """How many messages' kinds and counts are remembered (0: none)."""
+    cache_price: CachePrice | Sequence[CacheRule] | None = field(
+        default=None, metadata={"check": check_price}
+    )
+    """The cache rules ``trim_to="auto"`` prices with: one ``CachePrice``, your
+    own ``CacheRule`` rows, or None (``CACHE_RULES``, matched from the model)."""
+    context_value: float = field(default=1.0, metadata={"check": check_rate})
+    """What a token of context given up is worth to ``"auto"``, in input prices."""
+    overflow_retries: int = field(default=1, metadata={"check": check_count})
+    """How many times a model call is retried, trimmed tighter, after the
+    provider answered that the context is too long (0: never)."""
 
     def __post_init__(self) -> None:
         for spec in dataclasses.fields(self):
-            check: Check | None = spec.metadata.get("check")
-            if check is not None:
-                object.__setattr__(
-                    self, spec.name, check(getattr(self, spec.name), self, spec.name)
-                )
+            # trim_to's check is a method: it needs max_tokens, checked before it.
+            check = spec.metadata.get("check", self._check_trim_to)
+            object.__setattr__(self, spec.name, check(getattr(self, spec.name), spec.name))
+
+    def _check_trim_to(self, value: object, _: str) -> object:
+        if value == "auto":
+            return value
+        if isinstance(value, str):
+            msg = f"trim_to must be an int, None or 'auto', got {shown(value)}"
+            raise ValueError(msg)  # noqa: TRY004 - a str, but not the one accepted
+        return check_trim_to(value, self.max_tokens)
 
     @classmethod
-    def of(cls, owner: str, max_tokens: object, keywords: dict[str, Any]) -> TrimOptions:
-        """The options ``owner`` (an entry point's name) was given, with a
-        ``TypeError`` naming it and the closest option for a misspelt keyword."""
+    def of(cls, owner: str, **options: Any) -> TrimOptions:
+        """The options ``owner`` was given; a misspelt one is a ``TypeError`` naming it."""
         known = [spec.name for spec in dataclasses.fields(cls)]
-        for name in keywords:
+        for name in options:
             if name not in known:
-                import difflib  # noqa: PLC0415 - only to word an error
-
                 close = difflib.get_close_matches(name, known, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
-                options = ", ".join(known[1:])
-                msg = (
-                    f"{owner}() got an unexpected keyword argument {name!r}{hint}; "
-                    f"its options are {options}"
-                )
+                msg = f"{owner}() got an unexpected keyword argument {name!r}{hint}"
                 raise TypeError(msg)
-        return cls(max_tokens, **keywords)  # type: ignore[arg-type]
+        if "max_tokens" not in options:
+            msg = f"{owner}() missing required keyword argument: 'max_tokens'"
+            raise TypeError(msg)
+        return cls(**options)
 
     def replace(self, **changes: Any) -> TrimOptions:
-        """A copy with ``changes``, checked again."""
+        """A copy with ``changes`` (checked again); ``trim_to`` no higher than the budget."""
+        trim_to = changes.get("trim_to", self.trim_to)
+        budget = changes.get("max_tokens", self.max_tokens)
+        if isinstance(trim_to, int) and isinstance(budget, int) and trim_to > budget:
+            changes["trim_to"] = budget
         return dataclasses.replace(self, **changes)
 
-    def with_budget(self, max_tokens: int, **changes: Any) -> TrimOptions:
-        """A copy for the budget ``max_tokens``, ``trim_to`` no higher."""
-        trim_to = self.trim_to
-        if isinstance(trim_to, int):
-            trim_to = min(trim_to, max_tokens)
-        return self.replace(max_tokens=max_tokens, trim_to=trim_to, **changes)
+    def arguments(self, **defaults: Any) -> str:
+        """The budget, the counter and each option off its default (or ``defaults``), for a repr."""
+        shown = []
+        for spec in dataclasses.fields(self):
+            value = getattr(self, spec.name)
+            default = defaults.get(spec.name, spec.default)
+            if spec.name in ("max_tokens", "token_counter") or value != default:
+                shown.append(f"{spec.name}={value!r}")
+        return ", ".join(shown)
 
     def price_for(self, model: object = None, ttl: str | None = None) -> CachePrice:
-        """The cache rules ``"auto"`` prices a call of ``model`` with."""
-        pricing = self.cache_price
-        if isinstance(pricing, CachePrice):
-            return pricing
-        return cache_price_for(model, ttl=ttl, rules=CACHE_RULES if pricing is None else pricing)
+        """The cache rules a call of ``model`` is priced by."""
+        if isinstance(self.cache_price, CachePrice):
+            return self.cache_price
+        if self.cache_price:
+            return cache_price_for(model, ttl=ttl, rules=self.cache_price)
+        return cache_price_for(model, ttl=ttl)
 
-    def keywords(self) -> dict[str, Any]:
-        """Every option by name (what the entry points' keywords are)."""
-        return {spec.name: getattr(self, spec.name) for spec in dataclasses.fields(self)}
+    @classmethod
+    def for_model(
+        cls, owner: str, chat_model: Any, reserve_tokens: int | None, **options: Any
+    ) -> TrimOptions:
+        """``owner``'s options sized for ``chat_model``, without a network call: the
+        budget ``profile["max_input_tokens"] - reserve_tokens`` (None: room for the
+        reply, ``min(max_output_tokens, max_input_tokens // 4)``), its counter
+        (``model_counter``), then ``options``."""
+        if "max_tokens" in options:
+            msg = (
+                f"{owner}.for_model() got an unexpected keyword argument 'max_tokens': the "
+                "budget is the model's profile less reserve_tokens"
+            )
+            raise TypeError(msg)
+        keywords = {"token_counter": model_counter(chat_model), **options}
+        if reserve_tokens is not None:
+            check_count(reserve_tokens, "reserve_tokens")
+        window = _profile(chat_model, "max_input_tokens", minimum=1)
+        if window is None:
+            msg = (
+                f"{type(chat_model).__name__} has no profile['max_input_tokens'] to size the "
+                "budget from; pass max_tokens (and token_counter=model) instead"
+            )
+            raise ValueError(msg)
+        if reserve_tokens is None:
+            output = _profile(chat_model, "max_output_tokens", minimum=0)
+            reserve_tokens = window // 4 if output is None else min(output, window // 4)
+        if reserve_tokens > window:
+            msg = (
+                f"reserve_tokens ({reserve_tokens}) exceeds the model's max_input_tokens ({window})"
+            )
+            raise ValueError(msg)
+        return cls.of(owner, max_tokens=window - reserve_tokens, **keywords)
 
 
-class TrimKeywords(TypedDict, total=False):
-    """The keyword options every entry point takes after ``max_tokens``
-    (``TrimOptions`` holds their defaults and checks)."""
+def model_counter(chat_model: Any) -> Any:
+    """``TiktokenCounter`` for an OpenAI chat model, else a ``CalibratedCounter``."""
+    return openai_counter(chat_model) or CalibratedCounter()
 
-    token_counter: Any
-    on_overflow: OnOverflow
-    keep_tool_results: int
-    trim_to: int | Auto | None
-    cache_size: int
-    cache_price: CachePrice | Sequence[CacheRule] | None
-    context_value: float
+
+def _profile(chat_model: Any, key: str, *, minimum: int) -> int | None:
+    profile = getattr(chat_model, "profile", None)
+    value = profile.get(key) if isinstance(profile, dict) else None
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():  # a profile read from JSON
+        value = int(value)
+    where = f"{type(chat_model).__name__}'s profile[{key!r}]"
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        kind = ValueError if isinstance(value, int) and not isinstance(value, bool) else TypeError
+        msg = f"{where} must be an int >= {minimum} (a token count), got {shown(value)}"
+        raise kind(msg)
+    return value

@@ -1,190 +1,292 @@
-"""The one decision every entry point makes: a history and its options in, a
+"""The one decision every entry point makes: messages and options in, a
 ``TrimReport`` out.
 
-``TurnTrimmer`` (``invoke``, ``trim``, ``trim_with_report``, ``plan``,
-``report``), ``trim_turns``, both middlewares, ``trim_update`` and the
-``turntrim`` command are adapters of ``decide``:
-
-1. the planner (chosen by what the counter can do) plans the spec's trim;
-   under ``trim_to="auto"``, the greedy plan prices the cut (``_core.depth``:
-   its growth per call, the cache's rules) and the planner plans that cut;
-2. the overflow rule: when not even the newest turn fits beside the pinned
-   messages, ``on_overflow`` keeps only them (``"drop"``), raises
-   (``"raise"``: ``_errors.overflow_error`` is the one error builder) or has
-   the planner compact the newest turn (``"compact"``);
-3. the report: kept, dropped and removed messages, and the figures;
-4. what is sent: a kept assistant message whose tool calls have no result
-   is sent without them (``_calls``), and ``tokens_after`` counted again.
-
-Imports nothing from LangChain: the planners bring what they need (the
-command plans a plain transcript without it).
+messages -> kinds (checked once per message object) -> turns (``group``) ->
+plan (newest first, counting only what it reads; ``trim_to="auto"`` priced by
+the cache; searched with exact counts for a whole-list counter) -> the
+overflow rule (drop, raise, compact) -> what is sent (calls without results,
+and results without calls, left out) -> the report, whose ``tokens_after`` is
+the counter's count of exactly what is sent.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
+from itertools import compress
+from operator import attrgetter, is_, not_
+from typing import Any
 
-from langchain_turntrim._core import TrimPlan
-from langchain_turntrim._core.depth import CachePrice, Cut, auto_cut
-from langchain_turntrim._options import AUTO, TrimOptions
-from langchain_turntrim._report import Depth, TrimReport
+from langchain_core.messages import BaseMessage
 
-if TYPE_CHECKING:
-    from langchain_turntrim._compaction.ladder import Compaction
+from langchain_turntrim._anatomy import frozen
+from langchain_turntrim._calls import answered, links_of
+from langchain_turntrim._compaction import Compacted, Rebuilds, compact
+from langchain_turntrim._core import (
+    ANCHOR,
+    PINNED,
+    Count,
+    Cut,
+    TrimPlan,
+    Turns,
+    check_count,
+    group,
+    plan,
+)
+from langchain_turntrim._counting import (
+    ApproximateCounter,
+    CalibratedCounter,
+    CountCache,
+    ListCounter,
+    checked_counts,
+)
+from langchain_turntrim._counting.tools import check_tools, tool_price
+from langchain_turntrim._options import TrimOptions
+from langchain_turntrim._report import TrimReport, TurnTrimOverflowError
+from langchain_turntrim._whole_list import compact_whole, request, search
+from langchain_turntrim.cache_pricing._depth import CacheCall, auto_plan
 
-__all__ = ["CacheCall", "Planner", "decide"]
+__all__ = ["Pipeline"]
 
-_T_contra = TypeVar("_T_contra", contravariant=True)
-_T = TypeVar("_T")
-
-
-class Planner(Protocol[_T_contra]):
-    """What the pipeline asks of a planner."""
-
-    @property
-    def blocking(self) -> bool:
-        """True when planning may block (a provider's count endpoint)."""
-        ...
-
-    def plan(
-        self,
-        messages: Sequence[_T_contra],
-        kinds: Sequence[int] | None,
-        max_tokens: int,
-        *,
-        tools: Sequence[Any] = (),
-        trim_to: int | Cut | None = None,
-        pinned_alone: bool = True,
-        again: bool = False,
-    ) -> TrimPlan:
-        """The spec's plan of ``messages`` (of turn kinds ``kinds``, when
-        known), sent with ``tools``, with ``trim_to``'s stable cut.
-        ``pinned_alone=False``: when no turn fits, the pinned messages will
-        not be kept alone (the overflow rule raises or compacts), so their
-        tokens need not be measured exactly. ``again``: the very messages,
-        kinds and tools this thread's previous plan was given, within the same
-        decision, planned with another ``trim_to``: a planner that remembers
-        histories need not check again what that plan just checked."""
-        ...
-
-    def compact(
-        self,
-        messages: Sequence[_T_contra],
-        plan: TrimPlan,
-        *,
-        keep_tool_results: int,
-        tools: Sequence[Any] = (),
-    ) -> Compaction:
-        """The newest turn compacted into the budget (``plan`` overflowed);
-        raises ``TurnTrimOverflowError`` when not even its skeleton fits."""
-        ...
-
-    def tool_tokens(self, tools: Sequence[Any]) -> int | None:
-        """The tools' price in the plan's ``overhead_tokens`` (None: inside each count)."""
-        ...
-
-    def answered(self, report: TrimReport[Any], tools: Sequence[Any] = ()) -> TrimReport[Any]:
-        """``report`` with the unanswered calls of the kept messages left out
-        of what is sent, and ``tokens_after`` counted again."""
-        ...
+#: Recounts of a compacted turn before giving up (a counter that is not quite
+#: additive may need more than one).
+_ATTEMPTS = 4
+_KIND, _COUNT = attrgetter("kind"), attrgetter("count")
+#: The most messages compaction made that are remembered (with their counts).
+_REBUILDS = 4096
 
 
-class CacheCall(NamedTuple):
-    """What a model call knows of its prompt cache (``trim_to="auto"``): the
-    rules it is priced by; ``cold``: the cache has expired, so a cut now
-    costs nothing extra; ``floor``: the index of the message the previous
-    call's cut kept first (0: none), which a warm call does not cut before."""
+class Pipeline:
+    """The decisions of one set of options: the counter they name, and the
+    cache of the kinds and counts of the messages it has seen. Thread-safe."""
 
-    price: CachePrice
-    cold: bool = False
-    floor: int = 0
-
-
-def decide(
-    messages: Sequence[_T],
-    options: TrimOptions,
-    planner: Planner[_T],
-    *,
-    tools: Sequence[Any] = (),
-    kinds: Sequence[int] | None = None,
-    sent: bool = True,
-    cache: CacheCall | None = None,
-) -> TrimReport[_T]:
-    """Plan ``messages`` with ``options``, apply the overflow rule, compact if
-    it says so; ``sent``: the kept messages are a request, so calls without
-    their results are left out of it (a provider refuses them). ``cache``:
-    what the call knows of its cache (default: ``options``' rules, warm)."""
-    depth = None
-    if options.trim_to == AUTO:
-        plan, depth = _auto(messages, options, planner, tools, kinds, cache)
-    else:
-        plan = planner.plan(
-            messages,
-            kinds,
-            options.max_tokens,
-            tools=tools,
-            trim_to=options.trim_to,
-            pinned_alone=options.on_overflow == "drop",
+    def __init__(self, options: TrimOptions) -> None:
+        self.options = options
+        self.counter: Any = options.token_counter
+        self.whole = isinstance(self.counter, ListCounter)
+        #: What counts each message: the counter, its base (calibrated), or the estimate.
+        self.base: Any = self.counter
+        if self.whole:
+            self.base = ApproximateCounter()
+        elif isinstance(self.counter, CalibratedCounter):
+            self.base = self.counter.base
+        self.cache = CountCache(
+            options.cache_size, by_content=getattr(self.base, "by_content", True)
         )
-    compaction = None
-    if plan.overflowed:
-        if options.on_overflow == "raise":
-            # Imported when raised: it is a LangChain exception.
-            from langchain_turntrim._errors import overflow_error  # noqa: PLC0415
+        #: A whole-list counter's tokens per estimated token, as last measured.
+        self.ratio = 1.0
+        self.rebuilds = Rebuilds(self.count_new, min(options.cache_size, _REBUILDS))
 
-            raise overflow_error(plan)
-        if options.on_overflow == "compact":
-            compaction = planner.compact(
-                messages, plan, keep_tool_results=options.keep_tool_results, tools=tools
+    def decide(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        tools: Sequence[Any] = (),
+        max_tokens: int | None = None,
+        cache: CacheCall | None = None,
+    ) -> TrimReport[BaseMessage]:
+        """The trim of ``messages`` sent with ``tools``. ``max_tokens``: a budget
+        other than the options' (a retry's); ``cache``: what the model call knows
+        of its prompt cache (``trim_to="auto"``)."""
+        options = self.options
+        budget = options.max_tokens if max_tokens is None else check_count(max_tokens)
+        tools = check_tools(tools)
+        seen = self.cache.scan(messages)
+        kinds = list(map(_KIND, seen))
+        turns = group(kinds)
+        count = self.counts(messages, seen)
+        trim_to = (
+            min(options.trim_to, budget) if isinstance(options.trim_to, int) else options.trim_to
+        )
+        tool_tokens: int | None = None
+        if self.whole:
+
+            def planner(cut: int | Cut | None) -> TrimPlan:
+                found = search(self.counter, messages, turns, count, budget, tools, cut, self.ratio)
+                self.ratio = found.ratio
+                return found.plan
+
+        else:
+            tool_tokens = tool_price(self.counter, tools)
+            overhead = check_count(self.counter.overhead, f"{self.counter!r}.overhead")
+
+            def planner(cut: int | Cut | None) -> TrimPlan:
+                return plan(turns, count, budget, overhead=overhead + tool_tokens, trim_to=cut)
+
+        auto = None
+        if trim_to == "auto":
+            call = cache or CacheCall(options.price_for())
+            chosen, auto = auto_plan(planner, turns, count, call, options.context_value)
+        else:
+            chosen = planner(trim_to)
+        exact = chosen.tokens_after
+        indices = list(chosen.kept)
+        kept = [messages[i] for i in indices]
+        compaction = None
+        if chosen.overflowed and options.on_overflow != "drop":
+            if options.on_overflow == "raise" or not chosen.budget_met:
+                raise _overflow(chosen)
+            indices, kept, compaction, exact = self._compact(
+                messages, kinds, turns, chosen, count, tools, seen
             )
-    report = TrimReport(
-        messages, plan, compaction, planner.tool_tokens(tools) if tools else 0, depth
-    )
-    if sent and plan.unanswered:
-        return planner.answered(report, tools)
-    return report
-
-
-def _auto(
-    messages: Sequence[_T],
-    options: TrimOptions,
-    planner: Planner[_T],
-    tools: Sequence[Any],
-    kinds: Sequence[int] | None,
-    cache: CacheCall | None,
-) -> tuple[TrimPlan, Depth]:
-    """``trim_to="auto"``: the greedy plan, then the cut its figures price."""
-    if cache is None:
-        cache = CacheCall(options.price_for())
-    pinned_alone = options.on_overflow == "drop"
-    greedy = planner.plan(
-        messages, kinds, options.max_tokens, tools=tools, pinned_alone=pinned_alone
-    )
-    cut = None
-    if not greedy.overflowed:
-        cut = auto_cut(
-            options.max_tokens,
-            greedy.system_tokens + greedy.overhead_tokens,
-            greedy.growth,
-            cache.price,
-            options.context_value,
-            cold=cache.cold,
-            floor=cache.floor,
-        )
-    level = None if cut is None else cut.level
-    if cut is None and cache.floor and not greedy.overflowed:
-        # No priced level (nothing would be cached): the previous cut still holds.
-        cut = Cut(options.max_tokens, floor=cache.floor)
-    plan = greedy
-    if cut is not None and (greedy.dropped_turns or cache.cold or cache.floor):
-        plan = planner.plan(
-            messages,
+        indices, kept, calls, results = answered(
+            indices,
+            kept,
             kinds,
-            options.max_tokens,
-            tools=tools,
-            trim_to=cut,
-            pinned_alone=pinned_alone,
-            again=True,
+            [links_of(messages, seen, i, m) for i, m in zip(indices, kept, strict=True)],
         )
-    return plan, Depth(level, cache.price, cache.cold, greedy)
+        if calls or results:
+            exact = self._tokens(
+                messages, kinds, indices, kept, count, tools, chosen.overhead_tokens
+            )
+        kept_set = set(indices)
+        return TrimReport(
+            kept=kept,
+            kept_indices=tuple(indices),
+            dropped=list(
+                compress(messages, map(not_, map(kept_set.__contains__, range(len(messages)))))
+            ),
+            removed=[messages[i] for i in chosen.removed],
+            plan=chosen,
+            tokens_after=exact,
+            tool_tokens=tool_tokens,
+            compaction=None if compaction is None else compaction.compaction,
+            unanswered_calls=calls,
+            orphan_results=results,
+            auto=auto,
+        )
+
+    def counts(self, messages: Sequence[BaseMessage], seen: Sequence[Any]) -> Count:
+        """Each message's count by index, remembered for one decision: the
+        counter's own, under one calibration (an estimate for a whole-list one)."""
+        base, counter = self.base, self.counter
+        state = counter.state if isinstance(counter, CalibratedCounter) else None
+        known: list[int | None] = list(map(_COUNT, seen))  # None: not counted yet
+        if state is not None:
+            known = [None if c is None else counter.scale(state, [c])[0] for c in known]
+
+        by_fields = getattr(base, "count_fields", None)
+
+        def count_each(where: list[int], fields: list[tuple[Any, ...]]) -> list[int]:
+            batch = [messages[i] for i in where]
+            if by_fields is not None:  # a built-in counter reads the fields themselves
+                counts = by_fields(batch, fields)
+            else:  # others count copies holding them, whatever is reassigned meanwhile
+                counts = base.count_each(list(map(frozen, batch, fields)))
+            return checked_counts(counts, batch, base, where)
+
+        def count(indices: Sequence[int]) -> list[int]:
+            if type(indices) is range:  # a turn's messages: one slice
+                found = known[indices.start : indices.stop]
+            else:
+                found = [known[i] for i in indices]
+            if None in found:
+                todo = [i for i, c in zip(indices, found, strict=True) if c is None]
+                counted = self.cache.counts(count_each, seen, todo)
+                if state is not None:
+                    counted = counter.scale(state, counted)
+                for i, c in zip(todo, counted, strict=True):
+                    known[i] = c
+                found = [known[i] for i in indices]
+            return found  # type: ignore[return-value]
+
+        return count
+
+    def count_new(self, batch: list[BaseMessage]) -> list[int]:
+        """Counts of messages the trim made (copies), as every message is counted."""
+        return list(self.counts(batch, self.cache.scan(batch))(range(len(batch))))
+
+    def _compact(
+        self,
+        messages: Sequence[BaseMessage],
+        kinds: list[int],
+        turns: Turns,
+        chosen: TrimPlan,
+        count: Count,
+        tools: list[Any],
+        seen: Sequence[Any],
+    ) -> tuple[list[int], list[BaseMessage], Compacted, int]:
+        """Every older turn dropped, and the newest one compacted into the budget."""
+        start, members = chosen.newest_turn_start, turns.members(len(turns.starts) - 1)
+        turn, turn_kinds = [messages[i] for i in members], [kinds[i] for i in members]
+        before = [i for i in chosen.pinned if i < start]
+        keep = self.options.keep_tool_results
+
+        def sent(done: Compacted) -> tuple[list[BaseMessage], list[int]]:
+            copies = {members[p]: m for p, m in zip(done.kept, done.messages, strict=True)}
+            indices = [
+                *before,
+                *(
+                    i
+                    for i in range(start, len(messages))
+                    if i in copies or kinds[i] in (PINNED, ANCHOR)
+                ),
+            ]
+            return [copies.get(i, messages[i]) for i in indices], indices
+
+        state = getattr(self.counter, "state", None)  # a calibration: the counts' units
+
+        def rebuilt(message: BaseMessage, parts: Any, drop_data: bool) -> tuple[BaseMessage, int]:  # noqa: FBT001
+            return self.rebuilds(message, parts, drop_data, state)
+
+        entries = [seen[i] for i in members]  # the same entries: the same turn, unchanged
+
+        def at(room: int) -> Compacted | None:
+            last, key = self.rebuilds.last, (room, keep, state)
+            same = last and last[1] == key and len(last[0]) == len(entries)
+            if same and all(map(is_, last[0], entries)):  # type: ignore[index]
+                return last[2]  # type: ignore[index,no-any-return]
+            done = compact(turn, turn_kinds, count(members), rebuilt, room, keep)
+            self.rebuilds.last = (entries, key, done)
+            return done
+
+        if self.whole:
+            found = compact_whole(self.counter, sent, kinds, at, chosen, tools, self.ratio)
+            if found is None:
+                raise _overflow(chosen)
+            done, exact = found
+        else:
+            room = chosen.max_tokens - chosen.system_tokens - chosen.overhead_tokens
+            for _ in range(_ATTEMPTS):
+                done = at(room)  # type: ignore[assignment]
+                if done is None:
+                    raise _overflow(chosen)
+                exact = chosen.system_tokens + chosen.overhead_tokens + done.tokens
+                if exact <= chosen.max_tokens:
+                    break
+                room -= exact - chosen.max_tokens
+            else:
+                raise _overflow(chosen)
+        kept, indices = sent(done)
+        changed = tuple(i for i, m in zip(indices, kept, strict=True) if m is not messages[i])
+        done = dataclasses.replace(
+            done, compaction=dataclasses.replace(done.compaction, changed=changed)
+        )
+        return indices, kept, done, exact
+
+    def _tokens(
+        self,
+        messages: Sequence[BaseMessage],
+        kinds: list[int],
+        indices: list[int],
+        kept: list[BaseMessage],
+        count: Count,
+        tools: list[Any],
+        overhead: int,
+    ) -> int:
+        """The counter's count of exactly what is sent: the known counts of its
+        own messages, and the copies the trim made counted as new ones."""
+        if self.whole:
+            counted: int = self.counter.count(
+                request(kept, [kinds[i] for i in indices], range(len(kept))), tools
+            )
+            return counted
+        own = [i for i, m in zip(indices, kept, strict=True) if m is messages[i]]
+        copies = [m for i, m in zip(indices, kept, strict=True) if m is not messages[i]]
+        return overhead + sum(count(own)) + sum(self.count_new(copies))
+
+
+def _overflow(chosen: TrimPlan) -> TurnTrimOverflowError:
+    return TurnTrimOverflowError(
+        chosen.max_tokens, chosen.system_tokens + chosen.overhead_tokens, chosen.newest_turn_tokens
+    )

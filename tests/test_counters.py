@@ -1,14 +1,19 @@
-"""Counters: model counters see only valid conversations, the cache, function adapters."""
+"""What ``token_counter=`` accepts: every row of the counting guide's table
+builds a trimmer that keeps the spec's cut by that counter's own count;
+anything else is refused when the trimmer is built, with an error that says
+what to pass instead; bad counts are named by the message they are of; and a
+counter that counts only whole lists is sent only valid conversations, a
+bounded number of times per trim, and never breaks the trim with a huge count."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
-import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
@@ -16,604 +21,656 @@ from langchain_core.messages import (
     BaseMessage,
     ChatMessage,
     HumanMessage,
+    RemoveMessage,
     SystemMessage,
     ToolMessage,
 )
-from langchain_core.messages.utils import count_tokens_approximately
-from pydantic import Field
+from langchain_core.messages.utils import count_tokens_approximately, trim_messages
+from langchain_core.tools import tool
+from pydantic import SecretStr
 
 from langchain_turntrim import (
     ApproximateCounter,
+    CalibratedCounter,
     TiktokenCounter,
     TokenCounter,
     TurnTrimmer,
+    TurnTrimMiddleware,
     TurnTrimOverflowError,
     per_list,
     per_message,
 )
-from langchain_turntrim._core import CONTINUE, PINNED, START, plan_costs
-from langchain_turntrim._counting import CachedCounter, WholeListCounter
-from langchain_turntrim._counting.keys import message_fields, message_key
-from langchain_turntrim._counting.tools import tool_json
-from langchain_turntrim._messages import message_kinds
-from langchain_turntrim._planning import AdditivePlanner
-from tests import strategies
-from tests.lc import LENGTH, check_conversation, content_length, message_histories
-from tests.reference import reference_trim
+from tests.strategies import conversations, json_values, messages
 
 
-class StrictModel:
-    """A provider-like counter: rejects invalid conversations, counts 3 + content
-    lengths, and records every list it was sent."""
+@tool
+def lookup(query: str) -> str:
+    """Look a query up in the knowledge base and return the best passages."""
+    return query
 
-    def __init__(self, additive: bool = True) -> None:
+
+def openai(model: str = "gpt-4") -> Any:
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(model=model, api_key=SecretStr("sk-test"))
+
+
+class OwnCounting(GenericFakeChatModel):
+    """A provider's chat model whose own count takes tools (as ChatAnthropic's does)."""
+
+    def get_num_tokens_from_messages(self, messages: list[BaseMessage], tools: Any = None) -> int:
+        return 3 + sum(len(m.text) // 4 + 4 for m in messages) + 25 * len(tools or ())
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self.bind(tools=list(tools))
+
+
+class PlainCounting(GenericFakeChatModel):
+    """A chat model whose own count knows nothing of tools."""
+
+    def get_num_tokens_from_messages(self, messages: list[BaseMessage]) -> int:  # type: ignore[override]
+        return 3 + sum(len(m.text) // 3 + 2 for m in messages)
+
+
+class Own:
+    """A ``TokenCounter`` of one's own, pricing tools itself."""
+
+    overhead = 3
+
+    def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+        return [len(m.text) // 4 + 4 for m in messages]
+
+    def count_tools(self, tools: Sequence[Any]) -> int:
+        return 11 * len(tools)
+
+
+def message_tokens(message: BaseMessage) -> int:
+    return len(message.text) // 4 + 4
+
+
+def list_tokens(messages: list[BaseMessage]) -> int:
+    return 2 + sum(len(m.text) // 5 + 1 for m in messages)
+
+
+def list_and_tools(messages: list[BaseMessage], tools: Sequence[Any] = ()) -> int:
+    return list_tokens(messages) + 17 * len(tools)
+
+
+def annotated(message: BaseMessage) -> int:
+    return len(message.text) // 4 + 4
+
+
+annotated.__annotations__["message"] = BaseMessage  # a real class, not the postponed string
+
+
+def pinned_first(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """A request as a whole-list counter is sent it: the system messages first."""
+    return [m for m in messages if role(m) == "system"] + [
+        m for m in messages if role(m) != "system"
+    ]
+
+
+Truth = Callable[[list[BaseMessage], list[Any]], int]
+
+
+def tiktoken_truth(messages: list[BaseMessage], tools: list[Any]) -> int:
+    counted: int = openai().get_num_tokens_from_messages(messages)
+    return counted + (TiktokenCounter("gpt-4").count_tools(tools) if tools else 0)
+
+
+def bound_openai() -> Any:
+    return openai().bind_tools([lookup])
+
+
+def bound_truth(messages: list[BaseMessage], tools: list[Any]) -> int:
+    bound_tools = bound_openai().kwargs["tools"]
+    return tiktoken_truth(messages, [*bound_tools, *tools])
+
+
+def calibrated_truth(messages: list[BaseMessage], tools: list[Any]) -> int:
+    # Before its first report: the base count plus the 15% warm-up margin, per message.
+    del tools
+    return sum(math.ceil(1.15 * count_tokens_approximately([m])) for m in messages)
+
+
+#: Each row of the guide's counter table -> (setup, its own count of a request).
+#: A ``None`` truth for tools: the row prices tools its own way (checked > 0).
+ROWS: dict[str, tuple[Callable[[], Any], Truth, bool]] = {
+    "approximate": (
+        lambda: "approximate",
+        lambda m, t: count_tokens_approximately(m, tools=t or None),
+        True,
+    ),
+    "count_tokens_approximately": (
+        lambda: count_tokens_approximately,
+        lambda m, t: count_tokens_approximately(m, tools=t or None),
+        True,
+    ),
+    "TiktokenCounter(gpt-4)": (lambda: TiktokenCounter("gpt-4"), tiktoken_truth, True),
+    "tiktoken:gpt-4": (lambda: "tiktoken:gpt-4", tiktoken_truth, True),
+    "tiktoken:cl100k_base": (lambda: "tiktoken:cl100k_base", tiktoken_truth, True),
+    "TiktokenCounter(cl100k_base)": (lambda: TiktokenCounter("cl100k_base"), tiktoken_truth, True),
+    "ChatOpenAI": (openai, tiktoken_truth, True),
+    "ChatOpenAI bound with tools": (bound_openai, bound_truth, False),  # see below
+    "a model counting its own way": (
+        lambda: OwnCounting(messages=iter([])),
+        lambda m, t: OwnCounting(messages=iter([])).get_num_tokens_from_messages(m, tools=t),
+        True,
+    ),
+    "a model counting its own way, bound with tools": (
+        lambda: OwnCounting(messages=iter([])).bind_tools([lookup]),
+        lambda m, t: OwnCounting(messages=iter([])).get_num_tokens_from_messages(
+            m, tools=[lookup, *t]
+        ),
+        True,
+    ),
+    "a model that does not count tools": (
+        lambda: PlainCounting(messages=iter([])),
+        lambda m, t: PlainCounting(messages=iter([])).get_num_tokens_from_messages(m),
+        False,
+    ),
+    "per_message(fn)": (
+        lambda: per_message(message_tokens),
+        lambda m, t: sum(map(message_tokens, m)),
+        False,
+    ),
+    "per_list(fn)": (lambda: per_list(list_tokens), lambda m, t: list_tokens(m), False),
+    "per_list(fn, takes_tools=True)": (
+        lambda: per_list(list_and_tools, takes_tools=True),
+        list_and_tools,
+        True,
+    ),
+    "a function of a message (postponed annotation)": (
+        lambda: message_tokens,
+        lambda m, t: sum(map(message_tokens, m)),
+        False,
+    ),
+    "a function of a message (annotation object)": (
+        lambda: annotated,
+        lambda m, t: sum(map(annotated, m)),
+        False,
+    ),
+    "a function of a list": (lambda: list_tokens, lambda m, t: list_tokens(m), False),
+    "a lambda (a list)": (
+        lambda: lambda messages: list_tokens(messages),  # noqa: PLW0108 - unannotated
+        lambda m, t: list_tokens(m),
+        False,
+    ),
+    "your own TokenCounter": (
+        Own,
+        lambda m, t: 3 + sum(map(message_tokens, m)) + 11 * len(t),
+        True,
+    ),
+    "CalibratedCounter()": (CalibratedCounter, calibrated_truth, False),
+}
+
+HISTORY: list[BaseMessage] = [
+    SystemMessage("You are terse."),
+    *[
+        m
+        for i in range(6)
+        for m in (HumanMessage(f"question {i} " * 20), AIMessage(f"answer {i} " * 25))
+    ],
+    HumanMessage("and now?"),
+]
+
+
+def role(message: BaseMessage) -> str:
+    """'system', 'user' or 'other', as the spec groups messages."""
+    if isinstance(message, ChatMessage):
+        roles = {"system": "system", "developer": "system", "user": "user", "human": "user"}
+        return roles.get(message.role, "other")
+    if isinstance(message, SystemMessage):
+        return "system"
+    return "user" if isinstance(message, HumanMessage) else "other"
+
+
+def turn_starts(history: Sequence[BaseMessage]) -> list[int]:
+    return [i for i, m in enumerate(history) if role(m) == "user"]
+
+
+def request_from(history: Sequence[BaseMessage], start: int) -> list[BaseMessage]:
+    """The request keeping every turn from ``start``: every system message, then the turns."""
+    pinned = [m for m in history if role(m) == "system"]
+    return pinned + [m for m in history[start:] if role(m) != "system"]
+
+
+@pytest.mark.usefixtures("tiktoken_cache")
+@pytest.mark.parametrize("row", list(ROWS))
+def test_each_row_of_the_table_keeps_the_spec_s_cut_by_its_own_count(row: str) -> None:
+    setup, truth, prices_tools = ROWS[row]
+    budget = truth(pinned_first(HISTORY), []) * 3 // 5
+    report = TurnTrimmer(max_tokens=budget, token_counter=setup()).trim_with_report(HISTORY)
+    assert report.kept[0] is HISTORY[0]
+    assert report.kept[-1] is HISTORY[-1]
+    assert 0 < report.dropped_turns < report.turns
+    assert report.tokens_after == truth(pinned_first(report.kept), []) <= budget
+    one_more = request_from(HISTORY, report.plan.keep_from - 2)  # each older turn is two messages
+    assert truth(one_more, []) > budget
+    # Tools are priced in every count: exactly as the row's own count prices them where it does.
+    everything = TurnTrimmer(max_tokens=10**9, token_counter=setup())
+    with_tools = everything.report(HISTORY, tools=[lookup]).tokens_after
+    without = everything.report(HISTORY).tokens_after
+    assert with_tools > without
+    if prices_tools:
+        assert with_tools == truth(pinned_first(HISTORY), [lookup])
+    TurnTrimMiddleware(max_tokens=budget, token_counter=setup())  # the middleware takes it too
+
+
+@pytest.mark.usefixtures("tiktoken_cache")
+def test_a_model_bound_with_tools_and_sent_more_prices_all_of_them_as_one_request() -> None:
+    """The cookbook's 12 tokens "once for all functions" are paid once, not per tool list."""
+    report = TurnTrimmer(max_tokens=10**6, token_counter=bound_openai()).report(
+        HISTORY, tools=[lookup]
+    )
+    assert report.tokens_after == bound_truth(HISTORY, [lookup])
+
+
+@pytest.mark.usefixtures("tiktoken_cache")
+def test_an_openai_model_is_counted_locally_by_tiktoken() -> None:
+    trimmer = TurnTrimmer(max_tokens=100, token_counter=openai())
+    assert isinstance(trimmer.counter, TiktokenCounter)
+    assert trimmer.counter.blocking is False  # no round trip, nothing to run in a thread
+
+
+@pytest.mark.usefixtures("tiktoken_cache")
+@pytest.mark.parametrize("budget", [5, 40, 120, 400])
+def test_tiktoken_counter_is_a_token_counter_for_trim_messages(budget: int) -> None:
+    options: dict[str, Any] = {"max_tokens": budget, "strategy": "last", "start_on": "human"}
+    exact = trim_messages(HISTORY, token_counter=TiktokenCounter("gpt-4"), **options)
+    assert exact == trim_messages(HISTORY, token_counter=openai(), **options)
+    assert TiktokenCounter("gpt-4")(HISTORY) == openai().get_num_tokens_from_messages(HISTORY)
+
+
+@pytest.mark.usefixtures("tiktoken_cache")
+def test_tiktoken_counter_takes_an_encoding_name() -> None:
+    by_name = TiktokenCounter("cl100k_base")
+    assert by_name.encoding.name == "cl100k_base"
+    assert by_name.count_each(HISTORY) == TiktokenCounter("gpt-4").count_each(HISTORY)
+
+
+# -- what is refused, and how -------------------------------------------------------
+
+
+class NegativeOverhead:
+    overhead = -1
+
+    def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+        return [1] * len(messages)
+
+
+class TextOverhead(NegativeOverhead):
+    overhead = "3"  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "fragment"),
+    [
+        (ApproximateCounter, TypeError, "pass an instance, ApproximateCounter()"),
+        (TiktokenCounter, TypeError, "pass an instance, TiktokenCounter()"),
+        (CalibratedCounter, TypeError, "pass an instance, CalibratedCounter()"),
+        (Own, TypeError, "pass an instance, Own()"),
+        ("exact", ValueError, "unknown token_counter 'exact'; the shortcuts are 'approximate'"),
+        ("Approximate", ValueError, "unknown token_counter 'Approximate'"),
+        ("tiktoken:", ValueError, "'tiktoken:MODEL' or 'tiktoken:ENCODING'"),
+        ("tiktoken:gpt4o", ValueError, "gpt-4o"),  # the closest known names
+        (42, TypeError, "token_counter must be 'approximate'"),
+        (None, TypeError, "got NoneType None"),
+        ([1, 2], TypeError, "got list [1, 2]"),
+        (NegativeOverhead(), ValueError, "NegativeOverhead.overhead must be >= 0, got -1"),
+        (TextOverhead(), TypeError, "TextOverhead.overhead must be an int, got str '3'"),
+    ],
+)
+def test_what_is_not_a_counter_is_refused_when_the_trimmer_is_built(
+    value: Any, error: type[Exception], fragment: str
+) -> None:
+    with pytest.raises(error) as raised:
+        TurnTrimmer(max_tokens=100, token_counter=value)
+    assert fragment in str(raised.value)
+    with pytest.raises(error):
+        TurnTrimMiddleware(max_tokens=100, token_counter=value)
+
+
+@pytest.mark.parametrize(
+    ("build", "fragment"),
+    [
+        (lambda: per_message(3), "per_message needs a callable, got int 3"),  # type: ignore[arg-type]
+        (lambda: per_list("len"), "per_list needs a callable, got str 'len'"),  # type: ignore[arg-type]
+        (lambda: per_list(len, takes_tools=1), "takes_tools must be a bool, got int 1"),  # type: ignore[arg-type]
+    ],
+)
+def test_the_adapters_refuse_what_they_cannot_call(build: Callable[[], Any], fragment: str) -> None:
+    with pytest.raises(TypeError, match=None) as raised:
+        build()
+    assert fragment in str(raised.value)
+
+
+def deepseek() -> Any:
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(model="deepseek-chat", base_url="http://localhost:9", api_key=SecretStr("k"))
+
+
+@pytest.mark.parametrize("bound", [False, True], ids=["model", "bound-with-tools"])
+@pytest.mark.usefixtures("tiktoken_cache")
+def test_a_model_that_cannot_count_is_refused_with_what_to_use(bound: bool) -> None:
+    model = deepseek().bind_tools([lookup]) if bound else deepseek()
+    with pytest.raises(ValueError, match="cannot count tokens") as raised:
+        TurnTrimmer(max_tokens=100, token_counter=model)
+    assert "'deepseek-chat'" in str(raised.value)
+    assert "CalibratedCounter()" in str(raised.value)
+    with pytest.raises(ValueError, match="CalibratedCounter"):
+        TurnTrimMiddleware(max_tokens=100, token_counter=model)
+
+
+@pytest.mark.parametrize("bound", [False, True], ids=["model", "bound-with-tools"])
+def test_refusing_a_model_that_cannot_count_needs_no_encoding_file(bound: bool) -> None:
+    """No tiktoken cache here: the refusal must not load (or download) an encoding."""
+    model = deepseek().bind_tools([lookup]) if bound else deepseek()
+    with pytest.raises(ValueError, match="CalibratedCounter"):
+        TurnTrimmer(max_tokens=100, token_counter=model)
+
+
+def test_a_model_left_with_langchain_s_default_counting_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *args: None if name == "transformers" else find_spec(name, *args),
+    )
+    model = GenericFakeChatModel(messages=iter([]))
+    for value in (model, model.bind(tools=[lookup])):
+        with pytest.raises(ValueError, match="needs the transformers package") as raised:
+            TurnTrimmer(max_tokens=100, token_counter=value)
+        assert "CalibratedCounter()" in str(raised.value)
+
+
+class Returns:
+    """A ``TokenCounter`` returning ``answer(messages)``."""
+
+    overhead = 0
+
+    def __init__(self, answer: Callable[[Sequence[BaseMessage]], Any]) -> None:
+        self.answer = answer
+
+    def count_each(self, messages: Sequence[BaseMessage]) -> Any:
+        return self.answer(messages)
+
+    def __repr__(self) -> str:
+        return "Returns()"
+
+
+def bad_at_the_reply(value: object) -> Callable[[Sequence[BaseMessage]], list[Any]]:
+    return lambda ms: [value if isinstance(m, AIMessage) else 1 for m in ms]
+
+
+NAMED = [SystemMessage("rules", id="s"), HumanMessage("hi", id="h"), AIMessage("yo", id="a")]
+
+
+@pytest.mark.parametrize(
+    ("counter", "error", "fragment"),
+    [
+        (Returns(bad_at_the_reply(-1)), ValueError, "counted messages[2] (id 'a') as int -1"),
+        (Returns(bad_at_the_reply(1.5)), TypeError, "counted messages[2] (id 'a') as float 1.5"),
+        (Returns(bad_at_the_reply(True)), TypeError, "counted messages[2] (id 'a') as bool True"),
+        (Returns(bad_at_the_reply("3")), TypeError, "counted messages[2] (id 'a') as str '3'"),
+        (Returns(bad_at_the_reply(None)), TypeError, "messages[2] (id 'a') as NoneType None"),
+        (Returns(lambda ms: [1]), ValueError, "returned 1 counts for "),
+        (Returns(lambda ms: [1] * (len(ms) + 1)), ValueError, "counts for"),
+        (Returns(lambda ms: 7), TypeError, "count_each returned int 7, expected a list of ints"),
+        (per_message(lambda m: -2 if m.id == "a" else 1), ValueError, "messages[2] (id 'a')"),
+        (CalibratedCounter(Returns(bad_at_the_reply(-1))), ValueError, "messages[2] (id 'a')"),
+        (per_list(lambda ms: -1), ValueError, "must be >= 0, got -1"),
+        (per_list(lambda ms: 2.5), TypeError, "must be an int, got float 2.5"),  # type: ignore[arg-type, return-value]
+        (per_list(lambda ms: None), TypeError, "must be an int, got NoneType None"),  # type: ignore[arg-type, return-value]
+    ],
+)
+def test_bad_counts_are_named_by_the_message_they_are_of(
+    counter: Any, error: type[Exception], fragment: str
+) -> None:
+    with pytest.raises(error) as raised:
+        TurnTrimmer(max_tokens=1_000, token_counter=counter).trim(NAMED)
+    assert fragment in str(raised.value)
+
+
+def test_a_bare_function_is_classified_like_trim_messages_does() -> None:
+    seen: list[Any] = []
+
+    def per_item(message: BaseMessage) -> int:
+        seen.append(message)
+        return 1
+
+    def whole(messages: list[BaseMessage]) -> int:
+        seen.append(messages)
+        return len(messages)
+
+    TurnTrimmer(max_tokens=100, token_counter=per_item).trim(NAMED)
+    assert seen
+    assert all(isinstance(item, BaseMessage) for item in seen)
+    seen.clear()
+    TurnTrimmer(max_tokens=100, token_counter=whole).trim(NAMED)
+    assert seen
+    assert all(isinstance(item, list) for item in seen)
+    approximate = TurnTrimmer(max_tokens=100, token_counter=count_tokens_approximately)
+    assert isinstance(approximate.counter, ApproximateCounter)
+
+
+def test_your_own_counter_prices_tools_as_messages_without_count_tools() -> None:
+    class NoTools:
+        overhead = 2
+
+        def __init__(self) -> None:
+            self.seen: list[BaseMessage] = []
+
+        def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
+            self.seen += messages
+            return [len(m.text) for m in messages]
+
+    counter = NoTools()
+    assert isinstance(counter, TokenCounter)
+    report = TurnTrimmer(max_tokens=10**6, token_counter=counter).report(NAMED, tools=[lookup])
+    schemas = [m for m in counter.seen if "knowledge base" in m.text]
+    assert schemas
+    assert all(isinstance(m, SystemMessage) for m in schemas)
+    assert report.tool_tokens == sum(len(m.text) for m in schemas[:1])
+    assert report.tokens_after == 2 + sum(len(m.text) for m in NAMED) + report.tool_tokens
+    own = TurnTrimmer(max_tokens=10**6, token_counter=Own()).report(NAMED, tools=[lookup, lookup])
+    assert own.tool_tokens == 22
+
+
+# -- counters of whole lists ----------------------------------------------------------
+
+
+def approx13(messages: Sequence[BaseMessage]) -> int:
+    """A provider counting 1.3 times the approximate count."""
+    return math.ceil(1.3 * count_tokens_approximately(messages))
+
+
+class Recorder:
+    """A whole-list count, recording every list it is sent."""
+
+    def __init__(self, count: Callable[[Sequence[BaseMessage]], int]) -> None:
+        self.count = count
         self.sent: list[list[BaseMessage]] = []
-        self.additive = additive
 
-    def get_num_tokens_from_messages(self, messages: list[BaseMessage]) -> int:
-        check_conversation(messages)
+    def __call__(self, messages: list[BaseMessage]) -> int:
         self.sent.append(list(messages))
-        total = 3 + sum(len(m.content) for m in messages)
-        if not self.additive:
-            # Counts grow faster than the sum of the parts (e.g. separators).
-            total += len(messages) * (len(messages) - 1) // 2
-        return total
+        return self.count(messages)
 
 
-def tool_history(turns: int, system_every: int = 0) -> list[BaseMessage]:
-    history: list[BaseMessage] = [SystemMessage("rules")]
+def check_valid_conversation(sent: list[BaseMessage], history: list[BaseMessage]) -> None:
+    """Every system message first, then a user message, then whole turns (a suffix)."""
+    pinned = [m for m in history if role(m) == "system"]
+    assert [id(m) for m in sent[: len(pinned)]] == list(map(id, pinned))
+    rest = sent[len(pinned) :]
+    assert rest, "a list of system messages alone was counted"
+    assert role(rest[0]) == "user"
+    suffixes = [[id(m) for m in request_from(history, s)] for s in turn_starts(history)]
+    assert list(map(id, sent)) in suffixes
+
+
+def calls_bound(turns: int) -> float:
+    return 2 * math.log2(max(turns, 1)) + 4
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(history=conversations(max_turns=10), share=st.floats(0, 1.2))
+def test_a_whole_list_counter_keeps_the_longest_suffix_its_own_count_fits(
+    history: list[BaseMessage], share: float
+) -> None:
+    budget = int(share * approx13(history))
+    record = Recorder(approx13)
+    report = TurnTrimmer(max_tokens=budget, token_counter=per_list(record)).trim_with_report(
+        history
+    )
+    assert len(record.sent) <= calls_bound(report.turns)
+    kept_turn = any(role(m) == "user" for m in report.kept)
+    if kept_turn:
+        assert report.tokens_after == approx13(report.kept)
+    else:  # the system messages alone: perhaps measured beside a user message
+        assert abs(report.tokens_after - approx13(report.kept)) <= 2
+    assert report.budget_met == (report.tokens_after <= budget)
+    starts = turn_starts(history)
+    newest = approx13(request_from(history, starts[-1]))
+    assert kept_turn == (newest <= budget)
+    if kept_turn:
+        assert report.budget_met
+        first = starts.index(report.plan.keep_from)
+        assert first == 0 or approx13(request_from(history, starts[first - 1])) > budget
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(history=conversations(max_turns=10), share=st.floats(0, 1.2), tools=st.booleans())
+def test_a_whole_list_counter_is_only_ever_sent_valid_conversations(
+    history: list[BaseMessage], share: float, tools: bool
+) -> None:
+    """A provider's count endpoint refuses anything else (a request of system
+    messages alone, say); tools go as ``tools=``, never as messages."""
+    record = Recorder(approx13)
+    trimmer = TurnTrimmer(max_tokens=int(share * approx13(history)), token_counter=per_list(record))
+    trimmer.report(history, tools=[lookup] if tools else [])
+    for sent in record.sent:
+        check_valid_conversation(sent, history)
+
+
+def long_history(turns: int) -> list[BaseMessage]:
+    history: list[BaseMessage] = [SystemMessage("rules " * 10)]
     for t in range(turns):
-        history.append(HumanMessage(f"question {t}", id=f"u{t}"))
-        calls = [{"name": "lookup", "args": {"q": t, "k": k}, "id": f"c{t}.{k}"} for k in range(2)]
-        history.append(AIMessage("", tool_calls=calls, id=f"a{t}"))
-        history.extend(ToolMessage(f"result {t}.{k}", tool_call_id=f"c{t}.{k}") for k in range(2))
-        if system_every and t % system_every == 0:
-            history.append(SystemMessage(f"note {t}"))
-        history.append(AIMessage(f"answer {t}", id=f"f{t}"))
+        call = {"name": "lookup", "args": {"query": f"q{t}"}, "id": f"c{t}"}
+        history += [
+            HumanMessage(f"question {t} " * (1 + t % 7)),
+            AIMessage("", tool_calls=[call]),
+            ToolMessage(f"result {t} " * (3 + t % 11), tool_call_id=f"c{t}"),
+            AIMessage(f"answer {t} " * (2 + t % 5)),
+        ]
     return history
 
 
-# --- model counters --------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("additive", [True, False])
-@pytest.mark.parametrize("system_every", [0, 3])
-@pytest.mark.parametrize("budget", [0, 5, 60, 150, 400, 10_000])
-def test_model_counter_sees_only_valid_conversations(
-    additive: bool, system_every: int, budget: int
+@pytest.mark.parametrize("turns", [1, 10, 60, 300])
+@pytest.mark.parametrize("share", [0.0, 0.05, 0.3, 0.7, 0.99, 1.5])
+@pytest.mark.parametrize(
+    "count",
+    [approx13, lambda ms: math.ceil(0.2 * count_tokens_approximately(ms)), len],
+    ids=["1.3x", "0.2x", "len"],
+)
+def test_a_whole_list_counter_is_asked_a_logarithmic_number_of_times(
+    turns: int, share: float, count: Callable[[Sequence[BaseMessage]], int]
 ) -> None:
-    model = StrictModel(additive=additive)
-    history = [AIMessage("leading orphan"), ToolMessage("x", tool_call_id="none")]
-    history += tool_history(20, system_every)
-    trimmer = TurnTrimmer(max_tokens=budget, token_counter=model)
-    assert isinstance(trimmer.counter, WholeListCounter)
-    kept = trimmer.invoke(history)
-    check_conversation(
-        [m for m in kept if isinstance(m, SystemMessage)]
-        + [m for m in kept if not isinstance(m, SystemMessage)]
+    history = long_history(turns)
+    record = Recorder(count)
+    budget = int(share * count(history))
+    trimmer = TurnTrimmer(max_tokens=budget, token_counter=per_list(record))
+    report = trimmer.trim_with_report(history)
+    assert len(record.sent) <= calls_bound(turns)
+    assert report.budget_met == (report.tokens_after <= budget)
+    record.sent.clear()
+    trimmer.trim([*history, HumanMessage("one more")])  # the next call, a message longer
+    assert len(record.sent) <= calls_bound(turns + 1)
+
+
+JUNK = st.one_of(
+    messages(),
+    messages(),
+    st.none(),
+    st.integers(),
+    st.text(max_size=5),
+    st.tuples(st.sampled_from(["user", "ai", "system", "tool", "robot"]), st.text(max_size=5)),
+    st.dictionaries(st.sampled_from(["role", "content", "type"]), json_values(max_leaves=3)),
+    st.just(RemoveMessage(id="gone")),
+)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    history=st.lists(JUNK, max_size=8),
+    budget=st.integers(0, 300),
+    on_overflow=st.sampled_from(["drop", "raise", "compact"]),
+    tools=st.sampled_from([[], [lookup]]),
+)
+def test_a_whole_list_counter_never_meets_an_attribute_error_whatever_the_list(
+    history: list[Any], budget: int, on_overflow: str, tools: list[Any]
+) -> None:
+    trimmer = TurnTrimmer(
+        max_tokens=budget, token_counter=per_list(approx13), on_overflow=on_overflow
     )
-    # The budget holds exactly, by the model's own count of what it will see.
-    ordered: list[BaseMessage] = [m for m in kept if isinstance(m, SystemMessage)]
-    ordered += [m for m in kept if not isinstance(m, SystemMessage)]
-    if any(isinstance(m, HumanMessage) for m in kept):
-        assert model.get_num_tokens_from_messages(ordered) <= budget
-    # Linear: the messages sent stay within a small multiple of the history.
-    assert sum(len(s) for s in model.sent) <= 4 * len(history) + 8
+    try:
+        trimmer.report(history, tools=tools)
+    except TurnTrimOverflowError:
+        pass
+    except (TypeError, ValueError) as error:
+        assert "messages[" in str(error)  # noqa: PT017 - the error names the bad item
 
 
-def test_model_counter_is_maximal_when_additive() -> None:
-    model = StrictModel()
-    history = tool_history(10)
-    records = [
-        {
-            "id": str(i),
-            "role": "system"
-            if isinstance(m, SystemMessage)
-            else "user"
-            if isinstance(m, HumanMessage)
-            else "assistant",
-            "tokens": len(m.content),
-        }
-        for i, m in enumerate(history)
-    ]
-    for budget in range(0, 200, 7):
-        kept = TurnTrimmer(max_tokens=budget, token_counter=model).invoke(history)
-        # The model's constant (3) is paid once, like a pinned message.
-        want = reference_trim(records, max(budget - 3, 0)) if budget >= 3 else records[:1]
-        assert [history.index(m) for m in kept] == [int(r["id"]) for r in want]
+HUGE = 10**400
 
 
-def test_model_counter_reports_exact_tokens_after() -> None:
-    model = StrictModel()
-    report = TurnTrimmer(max_tokens=100, token_counter=model).trim_with_report(tool_history(5))
-    assert report.tokens_after == model.get_num_tokens_from_messages(report.kept)
-    # The per-request constant is inside every count; the other figures are
-    # the approximate counter's, scaled by the error measured on the counts.
-    assert report.plan.overhead_tokens == 0
-    assert 0 < report.system_tokens < 10
-
-
-def calls_for(turns: int, budget_share: float) -> tuple[int, int, int, int]:
-    """Counter calls and messages sent: a cold trim, then a re-trim after one appended message."""
-    model = StrictModel()
-    history = tool_history(turns)
-    budget = int(budget_share * model.get_num_tokens_from_messages(history))
-    model.sent.clear()
-    trimmer = TurnTrimmer(max_tokens=budget, token_counter=model)
-    trimmer.invoke(history)
-    cold, cold_sent = len(model.sent), sum(map(len, model.sent))
-    model.sent.clear()
-    history.append(HumanMessage("one more question", id="more"))
-    trimmer.invoke(history)
-    return cold, cold_sent, len(model.sent), sum(map(len, model.sent))
-
-
-@pytest.mark.parametrize("turns", [10, 20, 80])
-@pytest.mark.parametrize("share", [0.1, 0.3, 0.6, 0.95])
-def test_model_counter_calls_grow_with_the_log_of_the_turns(turns: int, share: float) -> None:
-    cold, cold_sent, warm, warm_sent = calls_for(turns, share)
-    history = 1 + 5 * turns
-    assert cold <= 7  # a guess, its correction, a short gallop and bisection
-    assert warm <= 3
-    assert cold_sent <= 3 * history  # never the quadratic cost of counting every suffix
-    assert warm_sent <= 2 * history
-
-
-def test_model_counter_caches_turns_across_calls() -> None:
-    model = StrictModel()
-    trimmer = TurnTrimmer(max_tokens=10_000, token_counter=model)
-    history = tool_history(30)
-    trimmer.invoke(history)
-    first = sum(len(s) for s in model.sent)
-    model.sent.clear()
-    trimmer.invoke(history)
-    assert sum(len(s) for s in model.sent) == 0 < first
-
-
-def test_model_counter_history_without_turns() -> None:
-    model = StrictModel()
-    history = [SystemMessage("s" * 10), AIMessage("orphan")]
-    report = TurnTrimmer(max_tokens=5, token_counter=model).trim_with_report(history)
-    assert report.kept == history[:1]
-    assert report.tokens_after == 13
-    assert not report.budget_met
-
-
-# --- the cache -------------------------------------------------------------------------
-
-
-class Tally:
-    """A TokenCounter that counts how often each message is tokenized."""
-
-    overhead = 2
-
-    def __init__(self) -> None:
-        self.calls: dict[str, int] = {}
-        self.lock = threading.Lock()
+class HugeOverhead:
+    overhead = HUGE
 
     def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
-        with self.lock:
-            for m in messages:
-                self.calls[str(m.content)] = self.calls.get(str(m.content), 0) + 1
-        return [len(str(m.content)) for m in messages]
+        return [1] * len(messages)
 
 
-def test_each_message_tokenized_once_across_100_growing_calls() -> None:
-    tally = Tally()
-    trimmer = TurnTrimmer(max_tokens=300, token_counter=tally)
-    history: list[BaseMessage] = [SystemMessage("system prompt")]
-    for i in range(100):
-        history.append(HumanMessage(f"user message {i}") if i % 2 == 0 else AIMessage(f"ai {i}"))
-        trimmer.invoke(history)
-    assert len(tally.calls) == 101
-    assert set(tally.calls.values()) == {1}
+HUGE_COUNTERS: dict[str, Callable[[], Any]] = {
+    "per_list": lambda: per_list(lambda ms: HUGE),
+    "per_list takes_tools": lambda: per_list(lambda ms, tools=(): HUGE, takes_tools=True),
+    "per_list, small lists small": lambda: per_list(lambda ms: HUGE if len(ms) > 2 else 5),
+    "per_message": lambda: per_message(lambda m: HUGE),
+    "calibrated": lambda: CalibratedCounter(per_message(lambda m: HUGE)),
+    "overhead": HugeOverhead,
+}
 
 
-def test_editing_a_message_is_seen() -> None:
-    tally = Tally()
-    trimmer = TurnTrimmer(max_tokens=100, token_counter=tally)
-    human, ai = HumanMessage("hello"), AIMessage("short", id="a")
-    assert trimmer.trim_with_report([human, ai]).tokens_after == 2 + 5 + 5
-    ai.content = "a much longer answer"
-    assert trimmer.trim_with_report([human, ai]).tokens_after == 2 + 5 + 20
-    ai.tool_calls = [{"name": "f", "args": {}, "id": "1", "type": "tool_call"}]
-    ai.name = "bot"
-    result = ToolMessage("done", tool_call_id="1")
-    trimmer.invoke([human, ai, result])
-    trimmer.invoke([human, ai, result])
-    assert tally.calls == {"hello": 1, "short": 1, "a much longer answer": 2, "done": 1}
-
-
-def test_equal_messages_in_new_objects_are_not_counted_again() -> None:
-    tally = Tally()
-    cached = CachedCounter(tally)
-    first = [
-        HumanMessage("hello"),
-        AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "1"}]),
+@pytest.mark.parametrize("counter", list(HUGE_COUNTERS))
+def test_a_count_past_any_float_gives_a_plan_or_a_clear_error(counter: str) -> None:
+    """Every option with a count of 10**400: what fits, or TurnTrimOverflowError."""
+    turns = [HumanMessage("q"), AIMessage("a"), HumanMessage("")]
+    broken = []
+    cases = [
+        (history, on_overflow, trim_to, tools)
+        for history in (turns, [SystemMessage("s"), *turns])
+        for on_overflow in ("drop", "raise", "compact")
+        for trim_to in (None, 3, "auto")
+        for tools in ([], [lookup])
     ]
-    restored = [m.model_copy(deep=True) for m in first]  # e.g. loaded from a checkpoint
-    assert cached.count_each(first) == cached.count_each(restored)
-    assert tally.calls == {"hello": 1, "": 1}
-
-
-def test_the_cache_by_content_sees_in_place_edits() -> None:
-    tally = Tally()
-    cached = CachedCounter(tally)
-    message = HumanMessage([{"type": "text", "text": "short"}])
-    before = cached.count_each([message])
-    message.content.append({"type": "text", "text": "a much longer block"})  # type: ignore[union-attr]
-    assert cached.count_each([message]) != before
-
-
-def test_a_remembered_history_needs_an_assignment_or_clear_after_in_place_edits() -> None:
-    trimmer = TurnTrimmer(max_tokens=10_000, token_counter=Tally())
-    message = HumanMessage([{"type": "text", "text": "short"}])
-    history = [message, AIMessage("ok")]
-    trimmer.trim(history)
-    before = trimmer.report(history).tokens_after  # planned twice: remembered
-    message.content.append({"type": "text", "text": "a much longer block"})  # type: ignore[union-attr]
-    assert trimmer.report(history).tokens_after == before  # documented: not seen
-    message.content = list(message.content)  # an assignment is seen
-    after = trimmer.report(history).tokens_after
-    assert after != before
-    message.content.append({"type": "text", "text": "more"})
-    trimmer.clear_cache()  # so is a clear
-    trimmer.trim(history)
-    assert trimmer.report(history).tokens_after != after
-
-
-def test_cache_is_bounded_lru() -> None:
-    tally = Tally()
-    cached = CachedCounter(tally, cache_size=10)
-    messages = [HumanMessage(f"m{i}") for i in range(25)]
-    cached.count_each(messages)
-    assert len(cached) == 10
-    cached.count_each(messages[-10:])  # the 10 most recent: all hits
-    assert all(tally.calls[f"m{i}"] == 1 for i in range(15, 25))
-    cached.count_each(messages[:1])  # evicted long ago: counted again
-    assert tally.calls["m0"] == 2
-    cached.clear()
-    assert len(cached) == 0
-
-
-def test_cache_threads_agree() -> None:
-    trimmer = TurnTrimmer(max_tokens=150, token_counter=Tally(), cache_size=50)
-    histories = [tool_history(n) for n in range(1, 30)]
-    expected = [TurnTrimmer(max_tokens=150, token_counter=Tally()).invoke(h) for h in histories]
-    results: list[Any] = [None] * len(histories)
-
-    def work(k: int) -> None:
-        for _ in range(5):
-            results[k] = trimmer.invoke(histories[k])
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(histories))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert results == expected
-    assert len(trimmer.counter) <= 50  # type: ignore[arg-type]
-
-
-# --- the approximate counter and functions ------------------------------------------
-
-
-@settings(max_examples=300)
-@given(message_histories())
-def test_approximate_counter_is_additive(case: Any) -> None:
-    _, messages, _ = case
-    counter = ApproximateCounter()
-    assert isinstance(counter, TokenCounter)
-    assert sum(counter.count_each(messages)) == count_tokens_approximately(messages)
-
-
-def message_length(message: BaseMessage) -> int:
-    return len(message.content)
-
-
-def list_length(messages: list[BaseMessage]) -> int:
-    return sum(len(m.content) for m in messages)
-
-
-@pytest.mark.parametrize(
-    "counter",
-    [
-        pytest.param(message_length, id="postponed-annotation-message-function"),
-        pytest.param(content_length, id="annotated-message-function"),
-        pytest.param(per_message(lambda m: len(m.content)), id="explicit-per-message"),
-        pytest.param(list_length, id="list-function"),
-        pytest.param(per_list(list_length), id="explicit-per-list"),
-        pytest.param(LENGTH, id="per-message-helper"),
-    ],
-)
-@settings(max_examples=150)
-@given(case=message_histories())
-def test_function_counters_follow_the_spec(counter: Any, case: Any) -> None:
-    records, messages, budget = case
-    kept = TurnTrimmer(max_tokens=budget, token_counter=counter).invoke(messages)
-    assert [m.id for m in kept] == [r["id"] for r in reference_trim(records, budget)]
-
-
-def test_len_counts_messages() -> None:
-    history = tool_history(3)  # 1 system + 3 turns of 5 messages
-    kept = TurnTrimmer(max_tokens=11, token_counter=len).invoke(history)
-    assert len(kept) == 11
-    assert kept[1].id == "u1"
-
-
-def test_count_tokens_approximately_function_is_recognised() -> None:
-    trimmer = TurnTrimmer(max_tokens=10, token_counter=count_tokens_approximately)
-    assert isinstance(trimmer.counter, ApproximateCounter)
-
-
-@pytest.mark.slow
-@settings(max_examples=500)
-@given(strategies.messages())
-def test_approximate_counter_equals_langchain_for_every_message(message: BaseMessage) -> None:
-    assert ApproximateCounter().count_each([message]) == [count_tokens_approximately([message])]
-
-
-@settings(max_examples=300)
-@given(strategies.message_lists(max_size=12))
-def test_approximate_counter_equals_langchain_message_by_message(
-    messages: list[BaseMessage],
-) -> None:
-    """count_each counts a list in one inlined pass (and plan skips checking its own
-    counts): every message still gets count_tokens_approximately's number."""
-    counter = ApproximateCounter()
-    expected = [count_tokens_approximately([m]) for m in messages]
-    assert counter.count_each(messages) == expected
-    kinds = [(PINNED, START, CONTINUE, CONTINUE)[i % 4] for i in range(len(messages))]
-    planner = AdditivePlanner(counter, 0)
-    for max_tokens in (0, sum(expected) // 2, sum(expected)):
-        plan = planner.plan(messages, kinds, max_tokens)
-        assert plan == plan_costs(kinds, expected, max_tokens)
-
-
-def test_approximate_counter_field_deleted_names_the_field() -> None:
-    """A field missing from the message's ``__dict__``: LangChain's count fails
-    with a bare ``AttributeError``; the counter names the message and the field."""
-    message = HumanMessage("hi", name="n", id="h")
-    del message.__dict__["name"]
-    with pytest.raises(AttributeError):
-        count_tokens_approximately([message])
-    with pytest.raises(ValueError, match=r"^messages\[0\] \(id 'h'\) has no 'name' field") as info:
-        ApproximateCounter().count_each([message])
-    assert isinstance(info.value.__cause__, AttributeError)
-
-
-def test_approximate_counter_subclass_counts_are_checked() -> None:
-    class Negative(ApproximateCounter):
-        def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
-            return [-1] * len(messages)
-
-    history = [HumanMessage("hi", id="h")]
-    with pytest.raises(ValueError, match=r"counted messages\[0\] \(id 'h'\) as -1"):
-        AdditivePlanner(Negative(), 0).plan(history, message_kinds(history), 10)
-    with pytest.raises(ValueError, match=r"counted messages\[0\] \(id 'h'\) as -1"):
-        TurnTrimmer(max_tokens=10, token_counter=Negative()).trim(history)
-
-
-@pytest.mark.parametrize("bad", [1.5, "3", None, True])
-def test_function_returning_bad_counts(bad: Any) -> None:
-    trimmer = TurnTrimmer(max_tokens=10, token_counter=per_message(lambda m: bad))
-    with pytest.raises((TypeError, ValueError), match=r"counted messages\[0\] \(id 'h'\) as"):
-        trimmer.invoke([HumanMessage("x", id="h")])
-
-
-@given(st.lists(st.text(max_size=30), max_size=8))
-def test_message_function_counter_sums(texts: list[str]) -> None:
-    messages = [HumanMessage(t) for t in texts]
-    counter = per_message(content_length)
-    assert counter.overhead == 0
-    assert counter.count_each(messages) == [len(t) for t in texts]
-
-
-def test_the_suite_wide_guard_catches_a_mutated_history() -> None:
-    """conftest checks every planned history is unchanged: prove it can fail."""
-
-    class Vandal:
-        overhead = 0
-
-        def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
-            messages[0].content = "changed"
-            return [1] * len(messages)
-
-    with pytest.raises(AssertionError, match="a history was mutated"):
-        TurnTrimmer(max_tokens=10, token_counter=Vandal(), cache_size=0).invoke([HumanMessage("x")])
-    # A cached counter is given frozen copies: its assignments never reach the history.
-    history = [HumanMessage("x")]
-    TurnTrimmer(max_tokens=10, token_counter=Vandal()).invoke(history)
-    assert history[0].content == "x"
-
-
-@pytest.mark.parametrize(
-    ("message", "field", "value"),
-    [
-        (HumanMessage("a"), "content", "b"),
-        (HumanMessage("a"), "name", "n"),
-        (HumanMessage("a"), "additional_kwargs", {"name": "n"}),
-        (AIMessage("a"), "tool_calls", [{"name": "f", "args": {}, "id": "1"}]),
-        (AIMessage("a"), "invalid_tool_calls", [{"name": "f", "args": "{", "id": "1"}]),
-        (ToolMessage("a", tool_call_id="1"), "tool_call_id", "2"),
-        (ChatMessage(content="a", role="user"), "role", "assistant"),
-    ],
-)
-def test_message_key_covers_every_field_a_remembered_history_checks(
-    message: BaseMessage, field: str, value: Any
-) -> None:
-    """message_key and message_fields spell the same fields out separately (for
-    speed): a field in one must change the other."""
-    before_key, before_fields = message_key(message), message_fields(message)
-    setattr(message, field, value)
-    assert message_key(message) != before_key
-    assert message_fields(message) != before_fields
-
-
-@pytest.mark.parametrize("cache_size", [16, 0])
-def test_count_each_may_return_any_iterable_of_ints(cache_size: int) -> None:
-    class Lazy:
-        overhead = 1
-
-        def count_each(self, messages: Sequence[BaseMessage]) -> Any:
-            return (len(str(m.content)) for m in messages)
-
-    history = [HumanMessage("hello"), AIMessage("hi")]
-    trimmer = TurnTrimmer(max_tokens=100, token_counter=Lazy(), cache_size=cache_size)
-    assert trimmer.trim_with_report(history).tokens_after == 1 + 5 + 2
-
-
-def test_an_overhead_that_changes_is_checked_where_it_is_used() -> None:
-    class Fickle:
-        overhead: Any = 0
-
-        def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
-            return [1] * len(messages)
-
-    fickle = Fickle()
-    trimmer = TurnTrimmer(max_tokens=100, token_counter=fickle)
-    fickle.overhead = 2.5
-    with pytest.raises(TypeError, match=r"Fickle.overhead must be an int, got float 2.5"):
-        trimmer.invoke([HumanMessage("x")])
-
-
-def test_int_subclass_counts_are_read_as_the_ints_they_hold() -> None:
-    class Sticky(int):
-        def __add__(self, other: object) -> int:
-            return 0
-
-        __radd__ = __add__
-
-    class Counter:
-        overhead = 0
-
-        def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
-            return [Sticky(7) for _ in messages]
-
-    report = TurnTrimmer(max_tokens=100, token_counter=Counter()).trim_with_report(
-        [HumanMessage("a"), AIMessage("b")]
-    )
-    assert report.tokens_after == 14
-    assert type(report.tokens_after) is int
-
-
-@pytest.mark.usefixtures("tiktoken_cache")
-def test_one_turn_and_a_per_request_constant_report_what_is_sent() -> None:
-    from langchain_openai import ChatOpenAI
-    from pydantic import SecretStr
-
-    count = ChatOpenAI(model="gpt-4", api_key=SecretStr("sk-test")).get_num_tokens_from_messages
-    system = SystemMessage("You are terse.")
-    history = [system, HumanMessage("hello there"), AIMessage("hi")]
-    trimmer = TurnTrimmer(max_tokens=10, token_counter=per_list(count))
-    report = trimmer.trim_with_report(history)
-    assert report.kept == [system]
-    assert report.tokens_after == count([system]) > 10
-    assert report.budget_met is False
-    with pytest.raises(TurnTrimOverflowError):
-        TurnTrimmer(max_tokens=10, token_counter=per_list(count), on_overflow="raise").invoke(
-            history
+    for history, on_overflow, trim_to, tools in cases:
+        trimmer = TurnTrimmer(
+            max_tokens=10,
+            token_counter=HUGE_COUNTERS[counter](),
+            on_overflow=on_overflow,
+            trim_to=trim_to,
         )
-    # With two turns the constant comes from the two counted apart and together.
-    longer = [system, HumanMessage("a long question " * 10), AIMessage("ok"), *history[1:]]
-    report = TurnTrimmer(max_tokens=10, token_counter=per_list(count)).trim_with_report(longer)
-    assert report.kept == [system]
-    assert report.tokens_after == count([system])
-
-
-def test_no_list_of_system_messages_alone_is_ever_counted() -> None:
-    model = StrictModel()  # rejects a conversation without a user message
-    history = [SystemMessage("s" * 40), HumanMessage("q" * 30), AIMessage("a" * 30)]
-    report = TurnTrimmer(max_tokens=20, token_counter=model).trim_with_report(history)
-    assert report.kept == history[:1]
-    assert report.tokens_after == 3 + 40  # what sending the system message would count
-    assert all(any(isinstance(m, HumanMessage) for m in sent) for sent in model.sent)
-
-
-# --- models bound with tools ---------------------------------------------------------------
-
-
-def weather(city: str) -> str:
-    """The weather in a city, today, with the temperature, the wind and the rain."""
-    return "mild"
-
-
-class ToolCountingModel(GenericFakeChatModel):
-    """A chat model whose own count takes tools (as ChatAnthropic's does):
-    3 per request, a message's content length, 50 per tool."""
-
-    def get_num_tokens_from_messages(
-        self, messages: list[BaseMessage], tools: Sequence[Any] | None = None
-    ) -> int:
-        return 3 + sum(len(str(m.content)) for m in messages) + 50 * len(tools or ())
-
-
-class PlainModel(GenericFakeChatModel):
-    """A chat model whose count knows nothing of tools."""
-
-    def get_num_tokens_from_messages(self, messages: list[BaseMessage]) -> int:  # type: ignore[override]
-        return 3 + sum(len(str(m.content)) for m in messages)
-
-
-def fake(cls: type[GenericFakeChatModel]) -> Any:
-    return cls(messages=iter([]))
-
-
-TURNS = [HumanMessage("q" * 20), AIMessage("a" * 20), HumanMessage("r" * 20), AIMessage("b" * 20)]
-
-
-@pytest.mark.usefixtures("tiktoken_cache")
-def test_an_openai_model_bound_with_tools_prices_them() -> None:
-    from langchain_openai import ChatOpenAI
-    from pydantic import SecretStr
-
-    model = ChatOpenAI(model="gpt-4", api_key=SecretStr("sk-test"))
-    bound = model.bind_tools([weather])
-    plain = TurnTrimmer(max_tokens=10_000, token_counter=model)
-    priced = TurnTrimmer(max_tokens=10_000, token_counter=bound)
-    tools = TiktokenCounter("gpt-4").count_tools(bound.kwargs["tools"])  # type: ignore[attr-defined]
-    assert tools > 20
-    assert priced.counter.count(TURNS) == plain.counter.count(TURNS) + tools
-    assert priced.trim_with_report(TURNS).overhead_tokens == 3 + tools
-    budget = plain.counter.count(TURNS) + tools
-    assert TurnTrimmer(max_tokens=budget, token_counter=bound).invoke(TURNS) == TURNS
-    assert TurnTrimmer(max_tokens=budget - 1, token_counter=bound).invoke(TURNS) == TURNS[2:]
-    assert TurnTrimmer(max_tokens=budget - 1, token_counter=model).invoke(TURNS) == TURNS
-
-
-def test_a_model_that_counts_tools_is_given_them() -> None:
-    bound = fake(ToolCountingModel).bind(tools=[weather])
-    trimmer = TurnTrimmer(max_tokens=10_000, token_counter=bound)
-    assert trimmer.counter.count(TURNS) == 3 + 80 + 50
-    assert TurnTrimmer(max_tokens=3 + 80 + 49, token_counter=bound).invoke(TURNS) == TURNS[2:]
-
-
-class SentModel(PlainModel):
-    """``PlainModel``, recording what it is sent."""
-
-    sent: list[list[BaseMessage]] = Field(default_factory=list)
-
-    def get_num_tokens_from_messages(self, messages: list[BaseMessage]) -> int:  # type: ignore[override]
-        self.sent.append(list(messages))
-        return super().get_num_tokens_from_messages(messages)
-
-
-def test_a_model_that_cannot_count_tools_prices_them_in_its_own_units() -> None:
-    model = fake(SentModel)
-    bound = model.bind(tools=[weather])
-    trimmer = TurnTrimmer(max_tokens=10_000, token_counter=bound)
-    approximate = ApproximateCounter()
-    # The tools' approximate estimate, scaled by the model's count over the approximate one.
-    scale = (3 + 80) / approximate.count(TURNS)
-    tools = math.ceil(approximate.count_tools([weather]) * scale)
-    assert tools > 0
-    assert trimmer.counter.count(TURNS) == 3 + 80 + tools
-    newest = (
-        3 + 40 + math.ceil(approximate.count_tools([weather]) * 43 / approximate.count(TURNS[2:]))
-    )
-    report = TurnTrimmer(max_tokens=3 + 80 + tools - 1, token_counter=bound).trim_with_report(TURNS)
-    assert report.kept == TURNS[2:]
-    assert report.tokens_after == newest
-    # The schemas are never sent as messages: only the conversation is.
-    assert len(tool_json(weather)) > 40
-    assert all(isinstance(m, (HumanMessage, AIMessage)) for sent in model.sent for m in sent)
+        try:
+            report = trimmer.report(history, tools=tools)
+        except TurnTrimOverflowError as error:
+            assert "does not fit" in str(error)  # noqa: PT017
+            continue
+        except OverflowError as error:
+            case = (len(history), on_overflow, trim_to, len(tools))
+            broken.append((*case, str(error)))
+            continue
+        turns_kept = [m for m in report.kept if role(m) != "system"]
+        assert not turns_kept or report.tokens_after <= 10
+    assert broken == []

@@ -1,23 +1,25 @@
-"""TurnTrimMiddleware in real create_agent runs, and what every trim records."""
+"""TurnTrimMiddleware and TurnTrimStateMiddleware in real ``create_agent`` runs:
+what each model call is sent, what the state keeps, how a middleware is sized
+for its model, what every trim records, and one middleware shared by threads
+and coroutines."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib
-import json
 import logging
-import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from itertools import cycle
 from typing import Any
-from uuid import UUID
 
 import pytest
 from langchain.agents import create_agent
-from langchain.agents.middleware import ModelRequest
-from langchain_core.callbacks import AsyncCallbackManager, CallbackManager
+from langchain.agents.middleware import AgentMiddleware, ModelRequest
+from langchain_core.callbacks import AsyncCallbackManager, BaseCallbackHandler, CallbackManager
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -28,95 +30,117 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import tool
-from langchain_core.tracers.base import BaseTracer
-from langchain_core.tracers.langchain import LangChainTracer
-from langchain_core.tracers.schemas import Run
-from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
 from langchain_turntrim import (
+    CalibratedCounter,
     TiktokenCounter,
-    TrimReport,
     TurnTrimmer,
+    TurnTrimMiddleware,
     TurnTrimOverflowError,
+    TurnTrimStateMiddleware,
     per_list,
-    per_message,
 )
-from langchain_turntrim._core import plan_trim
-from langchain_turntrim._counting import AdditiveCounter, CachedCounter, resolve_counter
-from langchain_turntrim._middleware import TurnTrimMiddleware
-from langchain_turntrim._state_middleware import TurnTrimStateMiddleware
-from langchain_turntrim._tracing import (
-    CACHE_EVENT_NAME,
-    EVENT_NAME,
-    METADATA_KEY,
-    areport_trim,
-    report_trim,
-    trim_summary,
-)
-from langchain_turntrim._tracing import SUMMARY_KEYS as DOCUMENTED_KEYS
 
-#: The middleware class of each mode.
-MIDDLEWARE = {"request": TurnTrimMiddleware, "state": TurnTrimStateMiddleware}
-SYSTEM = "You are a terse research assistant. Answer in one sentence."
-BUDGET = 330
-TURNS = 25
+#: A system prompt and a tool of a few hundred tokens each: what a trim that
+#: forgot them would get wrong.
+SYSTEM = "You are a careful research assistant: cite every source you use. " * 25
+MIDDLEWARES = {"request": TurnTrimMiddleware, "state": TurnTrimStateMiddleware}
 
 
 @tool
 def lookup(query: str) -> str:
-    """Look a query up in the knowledge base."""
-    return f"found 3 documents about {query}"
+    """Look a query up in the knowledge base. It searches every archive, ranks the
+    records by relevance and recency, and returns the best passages, each with its
+    source, its date and the archive it came from, so that the answer can cite them.
+    Use it once per question; ask again with other words when nothing is found."""
+    return f"found 3 documents about {query}: " + "the records agree. " * (len(query) % 9 + 3)
 
 
-class ToolCallingFake(BaseChatModel):
-    """Answers a user message with a tool call and a tool result with text.
+TOOLS: list[BaseTool | dict[str, Any]] = [lookup]
 
-    Records every list of messages it is given; ``bind_tools`` keeps it itself.
-    """
 
+def approximate(messages: list[BaseMessage]) -> int:
+    """LangChain's estimate of a whole request, the tools' schemas included."""
+    return count_tokens_approximately(messages, tools=TOOLS)
+
+
+class FakeModel(GenericFakeChatModel):
+    """``GenericFakeChatModel`` that takes tools and records what each call is
+    sent. Each reply is a fresh copy of the next cycled one, with its own id and
+    tool call ids, reporting ``usage(messages)`` input tokens when given."""
+
+    disable_streaming: bool = True
     calls: list[list[BaseMessage]] = Field(default_factory=list)
+    usage: Callable[[list[BaseMessage]], int] | None = None
 
-    @property
-    def _llm_type(self) -> str:
-        return "tool-calling-fake"
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ToolCallingFake:
+    def bind_tools(self, tools: Any, **kwargs: Any) -> FakeModel:
         return self
 
-    def _generate(
-        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
-    ) -> ChatResult:
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
         self.calls.append(list(messages))
         n = len(self.calls)
-        last = messages[-1] if messages else None
-        if isinstance(last, HumanMessage):
-            call = {"name": "lookup", "args": {"query": last.text[:30]}, "id": f"call_{n}"}
-            reply = AIMessage("", tool_calls=[call])
-        else:
-            reply = AIMessage(f"Answer {n}: the documents agree on the main point.")
-        return ChatResult(generations=[ChatGeneration(message=reply)])
+        reply = super()._generate(messages, *args, **kwargs).generations[0].message
+        assert isinstance(reply, AIMessage)
+        calls = [
+            {**c, "id": f"{c['id']}{n}", "args": {"query": f"topic {n}"}} for c in reply.tool_calls
+        ]
+        update: dict[str, Any] = {"id": f"ai{n}", "tool_calls": calls}
+        if self.usage is not None:
+            tokens = self.usage(messages)
+            update["usage_metadata"] = {
+                "input_tokens": tokens,
+                "output_tokens": 5,
+                "total_tokens": tokens + 5,
+            }
+        return ChatResult(generations=[ChatGeneration(message=reply.model_copy(update=update))])
 
 
-def question(i: int) -> HumanMessage:
-    return HumanMessage(f"Question {i}: what do we know about topic {i}?" + " more" * (i % 4))
+def researcher(**fields: Any) -> FakeModel:
+    """A model that answers a question with a ``lookup`` call, then the result
+    with an answer."""
+    call = {"name": "lookup", "args": {}, "id": "call", "type": "tool_call"}
+    replies = [AIMessage("", tool_calls=[call]), AIMessage("The records agree. " * 8)]
+    return FakeModel(messages=cycle(replies), **fields)
 
 
-def lookup_agent(middleware: Any, model: BaseChatModel | None = None, **kwargs: Any) -> Any:
-    """An agent with the ``lookup`` tool, SYSTEM as its prompt and ``middleware``."""
+class Spy(AgentMiddleware):
+    """The outermost middleware: the messages each model call's request held
+    before the trim."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[list[BaseMessage]] = []
+
+    def wrap_model_call(self, request: ModelRequest, handler: Any) -> Any:
+        self.requests.append(list(request.messages))
+        return handler(request)
+
+    async def awrap_model_call(self, request: ModelRequest, handler: Any) -> Any:
+        self.requests.append(list(request.messages))
+        return await handler(request)
+
+
+def make_agent(middleware: AgentMiddleware, model: FakeModel, *extra: AgentMiddleware) -> Any:
     return create_agent(
-        model or ToolCallingFake(),
-        tools=[lookup],
+        model,
+        tools=TOOLS,
         system_prompt=SYSTEM,
-        middleware=[middleware],
-        **kwargs,
+        middleware=[*extra, middleware],
+        checkpointer=InMemorySaver(),
     )
 
 
-# -- one test body, sync or async --------------------------------------------
+def question(i: int, words: int | None = None) -> HumanMessage:
+    more = " and more" * (words if words is not None else 5 + 7 * (i % 5))
+    return HumanMessage(
+        f"Question {i}: what do the archives say about topic {i}{more}?", id=f"h{i}"
+    )
+
+
+# -- one test body, sync or async --------------------------------------------------------
 
 
 def _invoke(agent: Any, inputs: Any, config: Any) -> Any:
@@ -127,573 +151,450 @@ def _ainvoke(agent: Any, inputs: Any, config: Any) -> Any:
     return asyncio.run(agent.ainvoke(inputs, config))
 
 
-@pytest.fixture(params=["invoke", "ainvoke"])
-def run(request: pytest.FixtureRequest) -> Callable[[Any, Any, Any], Any]:
-    return {"invoke": _invoke, "ainvoke": _ainvoke}[request.param]
+Run = Callable[[Any, Any, Any], Any]
+
+
+@pytest.fixture(params=[_invoke, _ainvoke], ids=["invoke", "ainvoke"])
+def run(request: pytest.FixtureRequest) -> Run:
+    return request.param  # type: ignore[no-any-return]
 
 
 #: Before Python 3.11 an asyncio task cannot be given a context, so LangGraph
-#: runs an async hook outside the run's context: the middleware finds no run
-#: to send its custom events to (LangChain documents the same for
-#: adispatch_custom_event without an explicit config). Strict: it fails once
-#: that changes.
+#: runs an async hook outside the run's context: no run to send an event to.
 NO_ASYNC_RUN_CONTEXT = pytest.mark.xfail(
-    sys.version_info < (3, 11),
-    reason="async hooks run outside the run's context before Python 3.11",
-    strict=True,
+    sys.version_info < (3, 11), reason="async hooks lose the run's context", strict=True
 )
 
 
-@pytest.fixture(params=["invoke", pytest.param("ainvoke", marks=NO_ASYNC_RUN_CONTEXT)])
-def traced_run(request: pytest.FixtureRequest) -> Callable[[Any, Any, Any], Any]:
-    """``run``, where the async path's custom events need the run's context."""
-    return {"invoke": _invoke, "ainvoke": _ainvoke}[request.param]
+@pytest.fixture(params=[_invoke, pytest.param(_ainvoke, marks=NO_ASYNC_RUN_CONTEXT)])
+def traced_run(request: pytest.FixtureRequest) -> Run:
+    return request.param  # type: ignore[no-any-return]
 
 
-# -- what a well-formed model input is ---------------------------------------
+def converse(agent: Any, run: Run, questions: list[HumanMessage], thread: str = "t") -> list[Any]:
+    """Ask each question in turn on one thread; the state after each run."""
+    config = {"configurable": {"thread_id": thread}}
+    return [run(agent, {"messages": [q]}, config)["messages"] for q in questions]
 
 
-def check_model_input(
-    messages: list[BaseMessage], count: Callable[[list[BaseMessage]], int], budget: int = BUDGET
+# -- what every call is sent, and what the state keeps -----------------------------------
+
+
+def _whole_list(messages: list[BaseMessage], tools: Any = ()) -> int:
+    """A counter of whole requests only, 30% above the estimate."""
+    return count_tokens_approximately(messages, tools=tools) * 13 // 10
+
+
+COUNTERS: dict[str, tuple[Any, Callable[[list[BaseMessage]], int]]] = {
+    "approximate": ("approximate", approximate),
+    "whole-list": (per_list(_whole_list, takes_tools=True), lambda ms: _whole_list(ms, TOOLS)),
+}
+BUDGET = 1_800
+
+
+def check_call(sent: list[BaseMessage], full: list[BaseMessage], count: Any, budget: int) -> None:
+    """A call sent the system prompt and the newest whole turns of ``full`` that
+    fit ``budget`` with the tools: one turn more would not have fit."""
+    assert isinstance(sent[0], SystemMessage)
+    assert sent[0].text == SYSTEM
+    body = sent[1:]
+    assert isinstance(body[0], HumanMessage)
+    assert body == full[len(full) - len(body) :]
+    assert count(sent) <= budget
+    cut = len(full) - len(body)
+    if cut:
+        previous = max(i for i in range(cut) if isinstance(full[i], HumanMessage))
+        assert count([sent[0], *full[previous:]]) > budget
+
+
+@pytest.mark.parametrize("counter", list(COUNTERS))
+@pytest.mark.parametrize("mode", list(MIDDLEWARES))
+def test_every_call_sends_the_system_prompt_tools_and_newest_turns_that_fit(
+    mode: str, counter: str, run: Run
 ) -> None:
-    """The history the model is given: never corrupt, never over budget."""
-    assert isinstance(messages[0], SystemMessage)
-    assert messages[0].text == SYSTEM
-    assert isinstance(messages[1], HumanMessage), [m.type for m in messages]
-    called: set[str] = set()
-    answered: set[str] = set()
-    for m in messages:
-        if isinstance(m, AIMessage):
-            called.update(c["id"] for c in m.tool_calls if c["id"])
-        elif isinstance(m, ToolMessage):
-            assert m.tool_call_id in called, f"orphan ToolMessage {m.tool_call_id}"
-            answered.add(m.tool_call_id)
-    assert called == answered, f"tool calls without results: {called - answered}"
-    assert count(messages) <= budget
+    token_counter, count = COUNTERS[counter]
+    model, spy = researcher(), Spy()
+    agent = make_agent(MIDDLEWARES[mode](BUDGET, token_counter=token_counter), model, spy)
+    questions = [question(i) for i in range(20)]
+    states = converse(agent, run, questions)
+
+    assert len(model.calls) == 2 * len(questions)  # a tool call and an answer per question
+    for k, (sent, full) in enumerate(zip(model.calls, spy.requests, strict=True)):
+        check_call(sent, full, count, BUDGET)
+        assert [m for m in sent if isinstance(m, HumanMessage)][-1] is questions[k // 2]
+    assert questions[0] not in model.calls[-1]  # old turns were really left out
+
+    stored = agent.get_state({"configurable": {"thread_id": "t"}}).values["messages"]
+    if mode == "request":  # the state keeps every message
+        assert [len(s) for s in states] == [4 * (i + 1) for i in range(len(questions))]
+        assert stored[0] is questions[0] or stored[0].id == "h0"
+        return
+    # The state holds what the run's last call was sent, and its answer: the
+    # dropped turns are deleted by that call's own decision.
+    for k, state in enumerate(states):
+        sent = model.calls[2 * k + 1][1:]
+        assert [m.id for m in state] == [*(m.id for m in sent), f"ai{2 * k + 2}"]
+    sizes = [len(s) for s in states]
+    assert max(sizes[10:]) <= max(sizes[:10]) < 4 * 10  # it stopped growing
+    checkpoint = agent.checkpointer.get_tuple({"configurable": {"thread_id": "t"}}).checkpoint
+    assert [m.id for m in checkpoint["channel_values"]["messages"]] == [m.id for m in stored]
 
 
-def approximate_with_tools(messages: list[BaseMessage]) -> int:
-    return count_tokens_approximately(messages, tools=[lookup])
+def _key(message: BaseMessage) -> str | None:
+    return message.tool_call_id if isinstance(message, ToolMessage) else message.id
 
 
-def _length(messages: list[BaseMessage]) -> int:
-    """A whole-list counter: text length, plus 4 per tool call."""
-    return sum(len(m.text) + 4 * len(getattr(m, "tool_calls", ())) for m in messages)
-
-
-def length_with_tools(messages: list[BaseMessage]) -> int:
-    # A list counter that cannot count tools prices them as the approximate
-    # estimate, scaled by its count of the messages over theirs.
-    counted = _length(messages)
-    scale = counted / count_tokens_approximately(messages)
-    return counted + math.ceil(count_tokens_approximately([], tools=[lookup]) * scale)
-
-
-#: token_counter, the same count of a whole model input (tools included), budget.
-COUNTERS = {
-    "approximate": ("approximate", approximate_with_tools, BUDGET),
-    "whole-list": (per_list(_length), length_with_tools, 4 * BUDGET),
+#: Question lengths (in repeated words) of the conversations compared.
+LENGTHS = {
+    "even": [12] * 24,
+    "ragged": [(i * 37) % 110 + 1 for i in range(24)],
+    "growing": [i * 6 for i in range(24)],
 }
 
 
-# -- the 25-turn agent -------------------------------------------------------
+@pytest.mark.parametrize("lengths", list(LENGTHS))
+@pytest.mark.parametrize("trim_to", [None, 1_700, "auto"])
+def test_the_state_middleware_sends_what_the_request_middleware_sends(
+    trim_to: int | str | None, lengths: str, run: Run
+) -> None:
+    """The deletion is the request's own decision, with the system prompt and
+    the tools counted: the state middleware sends every call what the request
+    middleware sends, and never deletes a message a later call still sends."""
+    questions = [question(i, words) for i, words in enumerate(LENGTHS[lengths])]
+    models, histories = {}, {}
+    for mode, middleware in MIDDLEWARES.items():
+        models[mode] = researcher()
+        agent = make_agent(middleware(3_400, trim_to=trim_to), models[mode])
+        histories[mode] = converse(agent, run, questions)
+    sent = {
+        mode: [[_key(m) for m in call] for call in model.calls] for mode, model in models.items()
+    }
+    assert sent["state"] == sent["request"]
+    assert len(histories["state"][-1]) < len(histories["request"][-1])  # it deleted
+    for r, (full, kept) in enumerate(zip(histories["request"], histories["state"], strict=True)):
+        existing, stored = {_key(m) for m in full}, {_key(m) for m in kept}
+        for call in sent["request"][2 * r + 2 :]:
+            assert existing.intersection(call) <= stored
 
 
-@pytest.mark.parametrize("counter_name", list(COUNTERS))
-@pytest.mark.parametrize("mode", ["request", "state"])
-def test_25_turn_agent_never_sees_a_broken_or_oversized_history(
-    mode: str, counter_name: str, run: Callable[[Any, Any, Any], Any]
-):
-    token_counter, count, budget = COUNTERS[counter_name]
-    model = ToolCallingFake()
-    middleware = MIDDLEWARE[mode](budget, token_counter=token_counter)
-    agent = create_agent(
-        model,
-        tools=[lookup],
-        system_prompt=SYSTEM,
-        middleware=[middleware],
-        checkpointer=InMemorySaver(),
-    )
-    config: RunnableConfig = {"configurable": {"thread_id": f"{mode}-{counter_name}"}}
-    sizes = []
-    seen_ids: list[str] = []
-    for i in range(TURNS):
-        state = run(agent, {"messages": [question(i)]}, config)
-        sizes.append(len(state["messages"]))
-        seen_ids.extend(m.id for m in state["messages"] if m.id not in seen_ids)
-
-    assert len(model.calls) == 2 * TURNS  # a tool call and an answer per turn
-    for i, messages in enumerate(model.calls):
-        check_model_input(messages, count, budget)
-        # The newest question is always there, last or before its tool call.
-        newest = [m for m in messages if isinstance(m, HumanMessage)][-1]
-        assert newest.text == question(i // 2).text
-    # Old turns were really dropped, and every call kept at least the newest turn.
-    assert not any(m.text == question(0).text for m in model.calls[-1])
-    assert max(len(c) for c in model.calls) < 4 * TURNS
-
-    stored = agent.get_state(config).values["messages"]
-    if mode == "request":
-        assert sizes == [4 * (i + 1) for i in range(TURNS)]  # the state keeps everything
-        assert stored[0].text == question(0).text
-    else:
-        assert sizes[-1] < 4 * TURNS // 3  # the state stopped growing
-        assert max(sizes[TURNS // 2 :]) <= max(sizes[: TURNS // 2])
-        stored_ids = {m.id for m in stored}
-        removed = [i for i in seen_ids if i not in stored_ids]
-        assert removed, "state mode removed nothing"
-        assert stored[-1].id == seen_ids[-1]
-        # The checkpoint itself no longer holds the removed messages.
-        checkpoint = agent.checkpointer.get_tuple(config).checkpoint  # type: ignore[union-attr]
-        ids = {m.id for m in checkpoint["channel_values"]["messages"]}
-        assert ids == stored_ids
-        assert ids.isdisjoint(removed)
-
-
-# -- the request trim, unit by unit --------------------------------------------
-
-
-def make_request(
-    messages: list[BaseMessage], system: str | None = SYSTEM, tools: list[Any] | None = None
-) -> ModelRequest[Any]:
-    return ModelRequest(
-        model=ToolCallingFake(),
-        messages=messages,  # type: ignore[arg-type]
-        system_message=SystemMessage(system) if system is not None else None,
-        tools=tools or [],
-    )
+# -- the request, call by call -----------------------------------------------------------
 
 
 def history(turns: int) -> list[BaseMessage]:
     messages: list[BaseMessage] = []
     for i in range(turns):
-        messages.append(question(i))
         call = {"name": "lookup", "args": {"query": str(i)}, "id": f"c{i}", "type": "tool_call"}
-        messages.append(AIMessage("", tool_calls=[call]))
-        messages.append(ToolMessage(f"result {i}", tool_call_id=f"c{i}"))
-        messages.append(AIMessage(f"Answer {i}."))
+        messages += [
+            question(i),
+            AIMessage("", tool_calls=[call], id=f"a{i}"),
+            ToolMessage(f"result {i} " * 10, tool_call_id=f"c{i}", id=f"t{i}"),
+            AIMessage(f"Answer {i}.", id=f"r{i}"),
+        ]
     return messages
 
 
-@pytest.mark.parametrize("warm", [False, True])
-@pytest.mark.parametrize("system", [SYSTEM, None])
-def test_a_bad_message_is_named_by_its_index_in_request_messages(
-    warm: bool, system: str | None
-) -> None:
-    middleware = TurnTrimMiddleware(max_tokens=10_000)
-    messages = history(2)
-    if warm:  # planned twice: remembered, so only the new message is classified
-        middleware.trim_request(make_request(messages, system))
-        middleware.trim_request(make_request(messages, system))
-    bad = [*messages, ChatMessage(content="hi", role="robot")]
-    with pytest.raises(ValueError, match=r"^messages\[8\]: unknown ChatMessage role 'robot'"):
-        middleware.trim_request(make_request(bad, system))
+def request_of(
+    messages: list[BaseMessage], system: str | None = SYSTEM, tools: Any = TOOLS
+) -> ModelRequest:
+    return ModelRequest(
+        model=researcher(),
+        messages=messages,  # type: ignore[arg-type]
+        system_message=SystemMessage(system) if system is not None else None,
+        tools=list(tools),
+    )
 
 
-def test_trim_request_counts_the_system_message_and_the_tools_as_pinned():
-    messages = history(6)
-    request = make_request(messages, tools=[lookup])
-    middleware = TurnTrimMiddleware(max_tokens=200)
-    assert request.system_message is not None
-    trimmed, report = middleware.trim_request(request)
-    plan = report.plan
-    assert trimmed is not request
-    assert request.messages == messages  # the request is never mutated
+def test_trim_request_counts_the_system_prompt_and_tools_beside_the_kept_turns() -> None:
+    messages = history(8)
+    request = request_of(messages)
+    trimmed, report = TurnTrimMiddleware(max_tokens=1_200).trim_request(request)
+    assert request.messages == messages  # the request is never changed
     assert trimmed.system_message is request.system_message
     assert trimmed.tools == request.tools
     kept = trimmed.messages
-    assert isinstance(kept[0], HumanMessage)
-    assert kept == messages[-4 * plan.kept_turns :]
+    assert 0 < len(kept) < len(messages)
+    assert kept == messages[-len(kept) :]
     assert report.kept == [request.system_message, *kept]
-    assert report.dropped == messages[: -4 * plan.kept_turns]
-    # The plan reads as the whole request, exactly as LangChain counts it.
-    full = [request.system_message, *kept]
-    assert plan.tokens_after == count_tokens_approximately(full, tools=[lookup]) <= 200
-    everything = [request.system_message, *messages]
-    assert plan.tokens_before == count_tokens_approximately(everything, tools=[lookup])
-    assert plan.overhead_tokens == count_tokens_approximately([], tools=[lookup])
-    assert plan.system_tokens == count_tokens_approximately([request.system_message])
-    # One more turn would not have fit.
-    older = messages[-4 * (plan.kept_turns + 1) :]
-    assert count_tokens_approximately([request.system_message, *older], tools=[lookup]) > 200
+    assert report.dropped == messages[: -len(kept)]
+    assert report.tokens_after == approximate(report.kept) <= 1_200
+    assert report.tool_tokens == approximate([])
+    assert request.system_message is not None
+    assert approximate([request.system_message, *messages[-len(kept) - 4 :]]) > 1_200
 
 
-def test_trim_request_returns_the_same_request_when_everything_fits():
-    request = make_request(history(2), tools=[lookup])
-    trimmed, report = TurnTrimMiddleware(max_tokens=10_000).trim_request(request)
+def test_trim_request_returns_the_request_itself_when_everything_fits() -> None:
+    request = request_of(history(2))
+    trimmed, report = TurnTrimMiddleware(max_tokens=100_000).trim_request(request)
     assert trimmed is request
     assert report.dropped == []
-    assert report.plan.dropped_turns == 0
+    assert not report.changed
 
 
-def test_trim_request_without_a_system_message():
-    messages = [AIMessage("stray reply before any user message"), *history(3)]
-    request = make_request(messages, system=None)
-    trimmed, report = TurnTrimMiddleware(max_tokens=10_000).trim_request(request)
-    # Messages before the first user message are discarded, as the spec says.
+def test_trim_request_without_a_system_prompt_discards_what_precedes_the_first_question() -> None:
+    messages = [AIMessage("Hello! How can I help?", id="greet"), *history(3)]
+    trimmed, report = TurnTrimMiddleware(max_tokens=100_000).trim_request(
+        request_of(messages, system=None)
+    )
+    assert trimmed.system_message is None
     assert trimmed.messages == messages[1:]
     assert report.dropped == messages[:1]
-    assert trimmed.system_message is None
 
 
-def test_langchain_1_0_requests_have_only_a_system_prompt():
-    from types import SimpleNamespace
+@pytest.mark.parametrize("system", [SYSTEM, None])
+def test_a_bad_message_is_named_by_its_index_in_the_request_s_messages(system: str | None) -> None:
+    middleware = TurnTrimMiddleware(max_tokens=10_000)
+    messages = history(2)
+    middleware.trim_request(request_of(messages, system))  # its messages remembered
+    bad = [*messages, ChatMessage(content="hi", role="robot")]
+    with pytest.raises(ValueError, match=r"^messages\[8\]: unknown ChatMessage role 'robot'"):
+        middleware.trim_request(request_of(bad, system))
 
-    from langchain_turntrim._middleware import _system_message
 
-    assert _system_message(SimpleNamespace(system_prompt="Be brief.")).text == "Be brief."  # type: ignore[arg-type, union-attr]
-    assert _system_message(SimpleNamespace(system_prompt=None)) is None  # type: ignore[arg-type]
-    assert _system_message(make_request([], system=None)) is None
-
-
-def test_overflow_drop_sends_only_the_system_message():
-    request = make_request([question(1), AIMessage("x" * 4000)], tools=[lookup])
-    middleware = TurnTrimMiddleware(max_tokens=100, on_overflow="drop")
-    trimmed, report = middleware.trim_request(request)
+def test_what_happens_when_the_newest_turn_alone_is_over_budget() -> None:
+    request = request_of([question(1), AIMessage("x" * 4_000, id="big")])
+    pinned = approximate([request.system_message])  # type: ignore[list-item]
+    budget = pinned + 100
+    trimmed, report = TurnTrimMiddleware(budget, on_overflow="drop").trim_request(request)
     assert trimmed.messages == []
-    assert report.plan.kept_turns == 0
-
-
-def test_overflow_raise_names_the_pinned_cost_including_tools():
-    request = make_request([question(1), AIMessage("x" * 4000)], tools=[lookup])
-    middleware = TurnTrimMiddleware(max_tokens=100, on_overflow="raise")
+    assert report.kept_turns == 0
     with pytest.raises(TurnTrimOverflowError) as caught:
-        middleware.trim_request(request)
-    pinned = count_tokens_approximately([SystemMessage(SYSTEM)], tools=[lookup])
-    assert caught.value.system_tokens == pinned
-    assert caught.value.max_tokens == 100
-
-
-def test_tools_alone_over_budget_leave_only_the_system_message():
-    request = make_request(history(1), tools=[lookup])
-    middleware = TurnTrimMiddleware(max_tokens=5, on_overflow="drop")
-    trimmed, report = middleware.trim_request(request)
+        TurnTrimMiddleware(budget, on_overflow="raise").trim_request(request)
+    assert (caught.value.max_tokens, caught.value.system_tokens) == (budget, pinned)
+    # The middlewares' default, "compact": the turn is kept, smaller.
+    trimmed, report = TurnTrimMiddleware(budget).trim_request(request)
+    assert [m.id for m in trimmed.messages] == ["h1", "big"]
+    assert report.compaction is not None
+    assert report.compaction.truncated_messages == 1
+    assert report.tokens_after == approximate(report.kept) <= budget
+    # The tools alone over the budget: only the system prompt is sent.
+    trimmed, report = TurnTrimMiddleware(5, on_overflow="drop").trim_request(request_of(history(1)))
     assert trimmed.messages == []
-    assert not report.plan.budget_met
-    assert report.plan.max_tokens == 5
+    assert not report.budget_met
 
 
-def test_agent_with_on_overflow_raise_raises_a_context_overflow_error(run):
-    agent = create_agent(
-        ToolCallingFake(),
-        tools=[lookup],
-        system_prompt=SYSTEM,
-        middleware=[TurnTrimMiddleware(max_tokens=60, on_overflow="raise")],
-    )
+def test_an_agent_with_on_overflow_raise_raises_a_context_overflow_error(run: Run) -> None:
+    agent = make_agent(TurnTrimMiddleware(max_tokens=800, on_overflow="raise"), researcher())
     with pytest.raises(ContextOverflowError) as caught:
-        run(agent, {"messages": [HumanMessage("why? " * 100)]}, None)
+        run(
+            agent, {"messages": [HumanMessage("why? " * 500)]}, {"configurable": {"thread_id": "t"}}
+        )
     assert isinstance(caught.value, TurnTrimOverflowError)
 
 
-# -- count_tools -----------------------------------------------------------------
+# -- the state ---------------------------------------------------------------------------
 
 
-def test_count_tools_approximate_is_langchains_own_estimate():
-    counter = resolve_counter("approximate")
-    assert isinstance(counter, AdditiveCounter)
-    assert counter.count_tools([]) == 0
-    assert counter.count_tools([lookup]) == count_tokens_approximately([], tools=[lookup])
-    provider_tool = {"type": "web_search_preview"}
-    both = count_tokens_approximately([], tools=[lookup, provider_tool])
-    assert counter.count_tools([lookup, provider_tool]) == both
+def test_the_state_keeps_the_newest_turn_even_alone_over_budget(run: Run) -> None:
+    model = researcher()
+    middleware = TurnTrimStateMiddleware(max_tokens=800, on_overflow="drop")
+    big = HumanMessage("why? " * 500, id="big")
+    (state,) = converse(make_agent(middleware, model), run, [big])
+    assert state[0] is big or state[0].id == "big"  # the task stays in the state
+    assert [[m.type for m in call] for call in model.calls] == [["system"], ["system"]]
 
 
-def test_count_tools_tiktoken_uses_openais_rendering_through_the_cache(tiktoken_cache):
-    counter = TiktokenCounter("gpt-4")
-    # func_init 10, "lookup:Look a query up in the knowledge base", prop_init 3,
-    # prop_key 3, "query:string", func_end 12 (the OpenAI cookbook's rendering).
-    enc = counter.encoding
-    one = 10 + len(enc.encode("lookup:Look a query up in the knowledge base")) + 3
-    one += 3 + len(enc.encode("query:string"))
-    assert counter.count_tools([lookup]) == one + 12
-    cached = resolve_counter(counter)
-    assert isinstance(cached, AdditiveCounter)
-    assert cached.count_tools([lookup, lookup]) == 2 * one + 12
+def test_a_greeting_stays_in_the_state_until_the_first_turn_is_dropped(run: Run) -> None:
+    model, spy = researcher(), Spy()
+    agent = make_agent(TurnTrimStateMiddleware(max_tokens=1_300), model, spy)
+    config = {"configurable": {"thread_id": "t"}}
+    greeting = AIMessage("Hello! How can I help?", id="greet")
+    state = run(agent, {"messages": [greeting, question(0)]}, config)["messages"]
+    assert state[0].id == "greet"  # kept in the state ...
+    assert all(m.id != "greet" for call in model.calls for m in call)  # ... never sent
+    for i in range(1, 6):
+        state = run(agent, {"messages": [question(i)]}, config)["messages"]
+        if state[0].id != "greet":
+            break
+    # It left with the first dropped turn, in the call that first dropped one.
+    dropped = next(k for k, call in enumerate(model.calls) if call[1].id != "h0")
+    assert spy.requests[dropped][0].id == "greet"
+    assert all(m.id != "greet" for request in spy.requests[dropped + 1 :] for m in request)
 
 
-def test_middleware_reserves_tiktokens_tool_price_for_each_call(tiktoken_cache):
-    counter = TiktokenCounter("gpt-4")
-    request = make_request(history(3), tools=[lookup])
-    middleware = TurnTrimMiddleware(max_tokens=10_000, token_counter=counter)
-    _, report = middleware.trim_request(request)
-    tools = counter.count_tools([lookup])
-    assert report.plan.overhead_tokens == counter.overhead + tools
-    assert request.system_message is not None
-    full = [request.system_message, *request.messages]
-    assert report.plan.tokens_after == counter.count(full) + tools
+# -- sized for the model -----------------------------------------------------------------
 
 
-def test_count_tools_token_counter_counts_each_schema_as_a_system_message():
-    counter = resolve_counter(per_message(lambda m: len(str(m.content))))
-    assert isinstance(counter, AdditiveCounter)
-    schema = json.dumps(convert_to_openai_tool(lookup), ensure_ascii=False)
-    assert counter.count_tools([lookup, lookup]) == 2 * len(schema)
+def sized_model(window: int | None, output: int | None = None, **fields: Any) -> FakeModel:
+    profile = {"max_input_tokens": window, "max_output_tokens": output}
+    return researcher(profile={k: v for k, v in profile.items() if v is not None}, **fields)
 
 
-def test_a_list_counter_is_sent_the_tools_as_tools_never_as_messages():
-    seen: list[tuple[list[BaseMessage], Any]] = []
-    request = [SystemMessage("rules"), HumanMessage("hi")]
-
-    def count(messages: list[BaseMessage], tools: Any = None) -> int:
-        seen.append((messages, tools))
-        return 7 * len(messages) + 10 * len(tools or ())
-
-    # Without takes_tools, the tools are priced in the function's units.
-    plain = per_list(count)
-    scale = 14 / count_tokens_approximately(request)
-    estimate = math.ceil(count_tokens_approximately([], tools=[lookup, lookup]) * scale)
-    assert plain.count(request, [lookup, lookup]) == 14 + estimate
-    assert seen == [(request, None)]
-    # With takes_tools, they are passed as the request's tools.
-    seen.clear()
-    assert per_list(count, takes_tools=True).count(request, [lookup, lookup]) == 14 + 20
-    assert seen == [(request, [lookup, lookup])]
-
-
-# -- construction --------------------------------------------------------------
-
-
-def test_modes_name_and_hooks():
-    request_mode = TurnTrimMiddleware(100)
-    state_mode = TurnTrimStateMiddleware(100, token_counter="approximate", on_overflow="drop")
-    assert type(request_mode) is TurnTrimMiddleware
-    assert type(state_mode) is TurnTrimStateMiddleware
-    assert request_mode.mode == "request"
-    assert state_mode.mode == "state"
-    assert isinstance(state_mode, TurnTrimMiddleware)
-    assert request_mode.name == "TurnTrimMiddleware"
-    assert state_mode.name == "TurnTrimStateMiddleware"
-    # Only the state mode adds a before_model node to the agent's graph.
-    nodes = set(create_agent(ToolCallingFake(), middleware=[request_mode]).get_graph().nodes)
-    assert not any(node.endswith(".before_model") for node in nodes)
-    nodes = set(create_agent(ToolCallingFake(), middleware=[state_mode]).get_graph().nodes)
-    assert "TurnTrimStateMiddleware.before_model" in nodes
-    assert isinstance(state_mode.trimmer, TurnTrimmer)
-    assert state_mode.max_tokens == 100
-    assert repr(state_mode).startswith("TurnTrimStateMiddleware(max_tokens=100,")
-
-
-def test_subclasses_keep_their_overrides_in_both_modes():
-    class NamedTrim(TurnTrimStateMiddleware):
-        calls = 0
-
-        def wrap_model_call(self, request, handler):
-            NamedTrim.calls += 1
-            return super().wrap_model_call(request, handler)
-
-    state_mode = NamedTrim(1_000)
-    assert type(state_mode) is NamedTrim
-    assert state_mode.name == "NamedTrim"
-    agent = create_agent(ToolCallingFake(), tools=[lookup], middleware=[state_mode])
-    assert "NamedTrim.before_model" in agent.get_graph().nodes
-    agent.invoke({"messages": [question(1)]})
-    assert NamedTrim.calls == 2
-
-    class RequestTrim(TurnTrimMiddleware):
-        pass
-
-    assert RequestTrim(1_000).name == "RequestTrim"
-    assert (
-        "RequestTrim.before_model"
-        not in create_agent(ToolCallingFake(), middleware=[RequestTrim(1_000)]).get_graph().nodes
-    )
-
-
-def test_for_model_sizes_the_budget_from_the_profile(tiktoken_cache):
+@pytest.mark.parametrize("middleware", list(MIDDLEWARES.values()))
+def test_for_model_sizes_an_openai_model_with_tiktoken(
+    middleware: type[TurnTrimMiddleware], tiktoken_cache: Any
+) -> None:
     from langchain_openai import ChatOpenAI
 
     model = ChatOpenAI(model="gpt-4", api_key="sk-placeholder")  # type: ignore[arg-type]
-    middleware = TurnTrimStateMiddleware.for_model(model, reserve_tokens=1000)
-    assert type(middleware) is TurnTrimStateMiddleware
-    assert middleware.max_tokens == 8192 - 1000
-    assert middleware.mode == "state"
-    assert isinstance(middleware.trimmer.counter, CachedCounter)
-    assert middleware.trimmer.counter.counter == TiktokenCounter("gpt-4")
+    sized = middleware.for_model(model, reserve_tokens=1_000)
+    assert type(sized) is middleware
+    assert sized.trimmer.max_tokens == 8_192 - 1_000
+    counter = sized.trimmer.counter
+    assert isinstance(counter, TiktokenCounter)
+    messages = history(2)
+    assert counter.count(messages) == TiktokenCounter("gpt-4").count(messages)
+    # By default it reserves room for the reply: min(max_output_tokens, window // 4).
+    assert middleware.for_model(model).trimmer.max_tokens == 8_192 - 2_048
 
 
-def test_importing_without_langchain_says_how_to_install(monkeypatch: pytest.MonkeyPatch):
-    for name in list(sys.modules):
-        if name == "langchain" or name.startswith(("langchain.", "langchain_turntrim._middleware")):
-            monkeypatch.setitem(sys.modules, name, None)
-    monkeypatch.delitem(sys.modules, "langchain_turntrim._middleware")
-    with pytest.raises(ImportError, match=r"pip install 'langchain-turntrim\[agents\]'") as info:
-        importlib.import_module("langchain_turntrim._middleware")
-    # From a checkout or a built wheel, the name alone would not find the extra.
-    assert "from a checkout: pip install -e '.[agents]'" in str(info.value)
-    assert "from a wheel: pip install 'FILE.whl[agents]'" in str(info.value)
+@pytest.mark.parametrize(
+    ("window", "output", "reserve", "budget"),
+    [(10_000, 500, None, 9_500), (10_000, None, None, 7_500), (10_000, 9_000, 10, 9_990)],
+)
+def test_for_model_sizes_another_model_from_its_profile_with_a_calibrated_counter(
+    window: int, output: int | None, reserve: int | None, budget: int
+) -> None:
+    sized = TurnTrimMiddleware.for_model(sized_model(window, output), reserve_tokens=reserve)
+    assert sized.trimmer.max_tokens == budget
+    assert isinstance(sized.trimmer.counter, CalibratedCounter)
+    assert sized.trimmer.options.on_overflow == "compact"
 
 
-# -- the state mode ------------------------------------------------------------
+def test_for_model_needs_a_window_and_room_in_it() -> None:
+    with pytest.raises(ValueError, match=r"no profile\['max_input_tokens'\]"):
+        TurnTrimMiddleware.for_model(researcher())
+    with pytest.raises(ValueError, match="exceeds the model's max_input_tokens"):
+        TurnTrimMiddleware.for_model(sized_model(1_000), reserve_tokens=1_001)
 
 
-def test_state_update_removes_dropped_turns_but_never_the_newest():
-    messages = history(5)
-    for i, m in enumerate(messages):
-        m.id = f"m{i}"
-    middleware = TurnTrimStateMiddleware(max_tokens=120)
-    update = middleware.state_update(messages)
-    assert update is not None
-    removed = [m.id for m in update["messages"]]
-    kept_from = len(removed)
-    assert removed == [f"m{i}" for i in range(kept_from)]
-    assert isinstance(messages[kept_from], HumanMessage)
-    assert count_tokens_approximately(messages[kept_from:]) <= 120
-    # Nothing to remove: None, not an empty update.
-    assert middleware.state_update(messages[kept_from:]) is None
-    # The newest turn stays in the state even when it alone is over budget.
-    huge = [*messages, HumanMessage("big " * 500, id="new")]
-    update = TurnTrimStateMiddleware(max_tokens=50).state_update(huge)
-    assert update is not None
-    assert [m.id for m in update["messages"]] == [m.id for m in messages]
+class Route(AgentMiddleware):
+    """Sends every call to another model (dynamic model selection)."""
+
+    def __init__(self, model: FakeModel) -> None:
+        super().__init__()
+        self.model = model
+
+    def wrap_model_call(self, request: ModelRequest, handler: Any) -> Any:
+        return handler(request.override(model=self.model))
+
+    async def awrap_model_call(self, request: ModelRequest, handler: Any) -> Any:
+        return await handler(request.override(model=self.model))
 
 
-def test_state_mode_keeps_the_newest_turn_when_it_does_not_fit(run):
-    model = ToolCallingFake()
-    agent = create_agent(
-        model,
-        tools=[lookup],
-        system_prompt=SYSTEM,
-        middleware=[TurnTrimStateMiddleware(max_tokens=60, on_overflow="drop")],
-        checkpointer=InMemorySaver(),
-    )
-    config = {"configurable": {"thread_id": "huge"}}
-    big = HumanMessage("why? " * 100)
-    state = run(agent, {"messages": [big]}, config)
-    assert state["messages"][0].text == big.text  # still in the state
-    assert [m.type for m in model.calls[0]] == ["system"]  # on_overflow="drop"
-
-
-# -- observability -------------------------------------------------------------
-
-
-class Recorder(BaseTracer):
-    """Keeps every traced run (as a tree) and every custom event."""
+class Events(BaseCallbackHandler):
+    """Every custom event a run dispatches."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self.roots: list[Run] = []
-        self.events: list[tuple[str, Any, UUID]] = []
+        self.events: list[tuple[str, Any]] = []
 
-    def _persist_run(self, run: Run) -> None:
-        self.roots.append(run)
+    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+        self.events.append((name, data))
 
-    def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        self.events.append((name, data, run_id))
+    def trims(self) -> list[dict[str, Any]]:
+        return [data for name, data in self.events if name == "turntrim"]
 
 
-def walk(runs: list[Run]) -> list[Run]:
-    found: list[Run] = []
-    for r in runs:
-        found.append(r)
-        found.extend(walk(r.child_runs))
-    return found
+def test_a_routed_call_is_sized_for_the_model_it_goes_to(run: Run) -> None:
+    def provider(messages: list[BaseMessage]) -> int:
+        return round(1.3 * approximate(messages))
 
-
-SUMMARY_KEYS = {
-    "max_tokens",
-    "tokens_before",
-    "tokens_after",
-    "messages_before",
-    "messages_after",
-    "dropped_messages",
-    "turns",
-    "dropped_turns",
-    "system_tokens",
-    "budget_met",
-    "start_moved",
-}
-
-
-@pytest.mark.parametrize("mode", ["request", "state"])
-def test_middleware_trims_show_in_the_trace_and_as_events(mode: str, traced_run):
-    run = traced_run
-    model = ToolCallingFake()
-    agent = lookup_agent(MIDDLEWARE[mode](max_tokens=BUDGET), model, checkpointer=InMemorySaver())
-    recorder = Recorder()
-    config = {"configurable": {"thread_id": "t"}, "callbacks": [recorder]}
-    for i in range(8):
+    big, small = sized_model(100_000, 1_000), sized_model(4_000, usage=provider)
+    middleware = TurnTrimMiddleware.for_model(big)
+    agent = make_agent(middleware, big, Route(small))
+    events = Events()
+    config = {"configurable": {"thread_id": "t"}, "callbacks": [events]}
+    for i in range(3):
         run(agent, {"messages": [question(i)]}, config)
+    assert big.calls == []
+    assert len(small.calls) == 6
+    assert {e["max_tokens"] for e in events.trims()} == {3_000}  # 4,000 less a quarter
+    own = middleware.trimmer_for(small).counter
+    assert isinstance(own, CalibratedCounter)
+    assert own.observations == 6  # its own calibration, fed by its calls
+    assert own.ratio == pytest.approx(1.3, rel=0.05)
+    assert middleware.trimmer.counter.observations == 0
+    # A routed model without a profile keeps the budget, with a counter of its own.
+    unsized = middleware.trimmer_for(researcher())
+    assert unsized.max_tokens == middleware.trimmer.max_tokens
+    assert unsized.counter is not middleware.trimmer.counter
 
-    trims = [(name, data, rid) for name, data, rid in recorder.events if name == "turntrim"]
-    requests = [data for _, data, _ in trims if data["mode"] == "request"]
-    caches = [(data, rid) for name, data, rid in recorder.events if name == CACHE_EVENT_NAME]
-    assert {name for name, _, _ in recorder.events} == {"turntrim", CACHE_EVENT_NAME}
-    assert len(requests) == len(caches) == len(model.calls) == 16
-    for data, messages in zip(requests, model.calls, strict=True):
-        assert data.keys() >= SUMMARY_KEYS
-        # The numbers are the model input's, as LangChain counts it.
-        assert data["tokens_after"] == approximate_with_tools(messages) <= data["max_tokens"]
-        assert data["messages_after"] == len(messages) - 1  # the system message aside
-        assert data["tool_tokens"] == count_tokens_approximately([], tools=[lookup])
-    assert any(data["dropped_turns"] for data in requests)
-    # Without LangSmith, the trim is in the metadata of the agent's model node run.
-    runs = walk(recorder.roots)
-    traced = [r for r in runs if "turntrim" in r.metadata]
-    model_runs = [r for r in traced if r.name == "model"]
-    assert [r.metadata["turntrim"] for r in model_runs] == requests
-    events_by_run = {rid: data for _, data, rid in trims}
-    assert all(events_by_run[r.id] == r.metadata["turntrim"] for r in traced)
-    # What each call's cache did, after it, on the same model run.
-    assert [r.metadata[CACHE_EVENT_NAME] for r in model_runs] == [data for data, _ in caches]
-    assert [rid for _, rid in caches] == [r.id for r in model_runs]
-    assert caches[0][0]["cold"] is True
-    assert not any(data["cold"] for data, _ in caches[1:])  # calls within the TTL
-    if mode == "state":
-        hook_runs = [r for r in traced if r.name == "TurnTrimStateMiddleware.before_model"]
-        assert len(hook_runs) == 16
-        assert any(r.metadata["turntrim"]["removed_from_state"] for r in hook_runs)
-    # Metadata is set per run, never on a dict other runs share.
-    assert not any("turntrim" in r.metadata for r in runs if r.name in ("tools", "lookup"))
+
+def test_a_calibrated_counter_is_fed_each_call_s_reported_usage(run: Run) -> None:
+    counter = CalibratedCounter()
+    model = researcher(usage=lambda messages: round(1.3 * approximate(messages)))
+    agent = make_agent(TurnTrimMiddleware(BUDGET, token_counter=counter), model)
+    converse(agent, run, [question(i) for i in range(6)])
+    assert counter.observations == len(model.calls) == 12
+    assert counter.ratio == pytest.approx(1.3, rel=0.02)
+    # Estimates are now in the provider's units: the requests fit its count.
+    assert all(round(1.3 * approximate(call)) <= BUDGET for call in model.calls[8:])
+
+
+# -- what every trim records -------------------------------------------------------------
+
+
+def _summary_keys() -> set[str]:
+    """The keys of ``TrimReport.summary``, and the middleware's own."""
+    report = TurnTrimmer(max_tokens=100).report([HumanMessage("hi")])
+    return {*report.summary(), "tool_tokens"}
+
+
+@pytest.mark.parametrize("mode", list(MIDDLEWARES))
+def test_each_call_s_trim_is_a_log_line_and_a_turntrim_event(
+    mode: str, traced_run: Run, caplog: pytest.LogCaptureFixture
+) -> None:
+    model, spy, events = researcher(), Spy(), Events()
+    agent = make_agent(MIDDLEWARES[mode](BUDGET), model, spy)
+    config = {"configurable": {"thread_id": "t"}, "callbacks": [events]}
+    with caplog.at_level(logging.DEBUG, logger="langchain_turntrim"):
+        for i in range(8):
+            traced_run(agent, {"messages": [question(i)]}, config)
+    lines = [r.getMessage() for r in caplog.records if r.name == "langchain_turntrim"]
+    trims = events.trims()
+    assert len(lines) == len(trims) == len(model.calls) == 16
+    assert {name for name, _ in events.events} == {"turntrim"}
+    for data, line, sent, full in zip(trims, lines, model.calls, spy.requests, strict=True):
+        assert set(data) == _summary_keys()
+        assert data["tokens_after"] == approximate(sent) <= data["max_tokens"] == BUDGET
+        assert data["tool_tokens"] == approximate([])
+        assert data["system_tokens"] == count_tokens_approximately(sent[:1])
+        # Before and after are counted alike: what was left out is their difference.
+        assert data["messages_before"] - data["messages_after"] == len(full) - len(sent[1:])
+        assert line.startswith(
+            f"trimmed {data['messages_before']} -> {data['messages_after']} messages: "
+            f"dropped {data['dropped_turns']} of {data['turns']} turns"
+        )
+    assert any(data["dropped_turns"] for data in trims)
 
 
 @NO_ASYNC_RUN_CONTEXT
-def test_middleware_trims_stream_as_custom_events():
-    agent = lookup_agent(TurnTrimMiddleware(max_tokens=BUDGET))
+def test_the_trims_stream_as_custom_events() -> None:
+    agent = make_agent(TurnTrimMiddleware(max_tokens=BUDGET), researcher())
 
     async def collect() -> list[Any]:
-        # Plain dicts, as users write them (LangGraph types inputs as AnyMessage lists).
-        inputs: Any = {"messages": [*history(6), question(6)]}
-        return [e async for e in agent.astream_events(inputs, version="v2")]
+        inputs: Any = {"messages": [*history(20), question(20)]}
+        config = {"configurable": {"thread_id": "t"}}
+        return [e async for e in agent.astream_events(inputs, config, version="v2")]
 
     events = [e for e in asyncio.run(collect()) if e["event"] == "on_custom_event"]
-    # One trim before each model call, and what its cache did after it.
-    assert [e["name"] for e in events] == ["turntrim", CACHE_EVENT_NAME] * 2
+    assert [e["name"] for e in events] == ["turntrim", "turntrim"]
     assert events[0]["data"]["dropped_turns"] > 0
     assert events[0]["metadata"]["langgraph_node"] == "model"
 
 
-@pytest.mark.parametrize("mode", ["request", "state"])
-def test_middleware_builds_no_event_nobody_would_receive(
-    mode: str, traced_run, monkeypatch: pytest.MonkeyPatch
-):
-    """Inside a run no handler watches, no event is dispatched (not even to nobody);
-    one handler then gets every event, once per trim."""
-    run = traced_run
+def test_no_event_is_built_that_nobody_would_receive(
+    traced_run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
     dispatched: list[str] = []
-    for cls in (CallbackManager, AsyncCallbackManager):
-        original = cls.on_custom_event
+    for manager in (CallbackManager, AsyncCallbackManager):
+        original = manager.on_custom_event
 
-        def record(self: Any, name: str, *args: Any, _original: Any = original, **kw: Any) -> Any:
+        def spy(self: Any, name: str, *args: Any, _original: Any = original, **kw: Any) -> Any:
             dispatched.append(name)
             return _original(self, name, *args, **kw)
 
-        monkeypatch.setattr(cls, "on_custom_event", record)
-    model = ToolCallingFake()
-    agent = lookup_agent(MIDDLEWARE[mode](max_tokens=BUDGET), model)
-    inputs: Any = {"messages": [*history(6), question(6)]}
-    run(agent, inputs, None)
-    assert len(model.calls) == 2
+        monkeypatch.setattr(manager, "on_custom_event", spy)
+    agent = make_agent(TurnTrimStateMiddleware(max_tokens=BUDGET), researcher())
+    inputs: Any = {"messages": [*history(20), question(20)]}
+    traced_run(agent, inputs, {"configurable": {"thread_id": "quiet"}})
     assert dispatched == []
-    recorder = Recorder()
-    run(agent, inputs, {"callbacks": [recorder]})
-    # The state hook reports its deletions too; after each call, its cache figures.
-    per_call = ["turntrim"] * (2 if mode == "state" else 1) + [CACHE_EVENT_NAME]
-    assert [name for name, _, _ in recorder.events] == per_call * 2
-    assert dispatched == per_call * 2
+    events = Events()
+    traced_run(agent, inputs, {"configurable": {"thread_id": "watched"}, "callbacks": [events]})
+    assert dispatched == [name for name, _ in events.events] == ["turntrim", "turntrim"]
 
 
-def test_middleware_trims_show_in_langsmith(monkeypatch: pytest.MonkeyPatch):
-    """With LangChainTracer, the summary is in the metadata LangSmith receives."""
+def test_the_trim_is_in_the_metadata_of_its_langsmith_span(monkeypatch: pytest.MonkeyPatch) -> None:
+    from langchain_core.tracers.langchain import LangChainTracer
     from langsmith import Client
 
     for var in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGSMITH_ENDPOINT"):
@@ -712,81 +613,137 @@ def test_middleware_trims_show_in_langsmith(monkeypatch: pytest.MonkeyPatch):
 
     client = OfflineClient()
     tracer = LangChainTracer(client=client, project_name="test")
-    agent = lookup_agent(TurnTrimMiddleware(max_tokens=BUDGET))
-    agent.invoke({"messages": [*history(6), question(6)]}, {"callbacks": [tracer]})
+    agent = make_agent(TurnTrimMiddleware(max_tokens=BUDGET), researcher())
+    agent.invoke(
+        {"messages": [*history(20), question(20)]},
+        {"configurable": {"thread_id": "t"}, "callbacks": [tracer]},
+    )
     tracer.wait_for_futures()
-    sent = {
-        u["name"]: (u.get("extra") or {}).get("metadata", {}).get("turntrim")
+    spans = [
+        (u.get("extra") or {}).get("metadata", {}).get("turntrim")
         for u in client.updates
-    }
-    # The middleware's own span in LangSmith carries the numbers.
-    summary = sent["TurnTrimMiddleware.wrap_model_call"]
-    assert summary is not None
-    assert summary.keys() >= SUMMARY_KEYS
-    assert summary["dropped_turns"] > 0
-
-
-def test_summary_keys_are_the_documented_ones():
-    assert set(DOCUMENTED_KEYS) == SUMMARY_KEYS
-    assert EVENT_NAME == METADATA_KEY == "turntrim"
-
-
-def test_report_trim_outside_a_run_only_logs(caplog: pytest.LogCaptureFixture):
-    records = [
-        {"role": "system", "tokens": 5},
-        {"role": "user", "tokens": 50},
-        {"role": "user", "tokens": 10},
+        if u["name"] == "TurnTrimMiddleware.wrap_model_call"
     ]
-    report = TrimReport(records, plan_trim(records, 30))
-    with caplog.at_level(logging.DEBUG, logger="langchain_turntrim"):
-        summary = report_trim(report, extra={"mode": "request"})
-        assert asyncio.run(areport_trim(report)) == trim_summary(report)
-    assert summary == {**trim_summary(report), "mode": "request"}
-    assert summary["dropped_turns"] == 1
-    assert summary["dropped_messages"] == 1
-    lines = [r.getMessage() for r in caplog.records if r.name == "langchain_turntrim"]
-    assert lines == [
-        "trimmed 3 -> 2 messages: dropped 1 of 2 turns, tokens 65 -> 15, budget 30 (mode=request)",
-        "trimmed 3 -> 2 messages: dropped 1 of 2 turns, tokens 65 -> 15, budget 30",
-    ]
+    assert len(spans) == 2
+    assert all(set(summary) == _summary_keys() for summary in spans)
+    assert spans[0]["dropped_turns"] > 0
 
 
-# -- TurnTrimmer through report_trim: needs the proposed _runnable.py change ----
+# -- one middleware, many callers ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("call", ["invoke", "ainvoke"])
-def test_turntrimmer_records_the_trim_on_its_own_run(call: str):
-    trimmer = TurnTrimmer(max_tokens=40)
-    messages = history(4)
-    recorder = Recorder()
-    config = {"callbacks": [recorder]}
-    if call == "invoke":
-        kept = trimmer.invoke(messages, config)  # type: ignore[arg-type]
+def _scripts(count: int) -> list[list[HumanMessage]]:
+    return [[question(i, (i * 7 + k * 13) % 60) for i in range(10)] for k in range(count)]
+
+
+@pytest.mark.parametrize("trim_to", [None, 900, "auto"])
+@pytest.mark.parametrize("callers", ["threads", "coroutines"])
+def test_one_middleware_shared_by_concurrent_agents_answers_each_of_them(
+    callers: str, trim_to: int | str | None
+) -> None:
+    """Each agent is sent what it would be sent with a middleware of its own."""
+    scripts = _scripts(6)
+
+    def alone(script: list[HumanMessage]) -> list[list[BaseMessage]]:
+        model = researcher()
+        converse(
+            make_agent(TurnTrimStateMiddleware(BUDGET, trim_to=trim_to), model), _invoke, script
+        )
+        return model.calls
+
+    expected = [alone(script) for script in scripts]
+    shared = TurnTrimStateMiddleware(BUDGET, trim_to=trim_to)
+    models = [researcher() for _ in scripts]
+    agents = [make_agent(shared, model) for model in models]
+    if callers == "threads":
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            work = [
+                pool.submit(converse, a, _invoke, s, f"t{k}")
+                for k, (a, s) in enumerate(zip(agents, scripts, strict=True))
+            ]
+            for done in work:
+                done.result()
     else:
-        kept = asyncio.run(trimmer.ainvoke(messages, config))  # type: ignore[arg-type]
-    (root,) = recorder.roots
-    assert root.name == "TurnTrimmer"
-    expected = trim_summary(trimmer.report(messages))
-    assert root.metadata["turntrim"] == expected
-    assert expected["messages_after"] == len(kept)
-    assert recorder.events == [("turntrim", expected, root.id)]
+
+        async def ask(agent: Any, script: list[HumanMessage], thread: str) -> None:
+            config = {"configurable": {"thread_id": thread}}
+            for q in script:
+                await agent.ainvoke({"messages": [q]}, config)
+
+        async def everyone() -> None:
+            await asyncio.gather(
+                *(ask(a, s, f"t{k}") for k, (a, s) in enumerate(zip(agents, scripts, strict=True)))
+            )
+
+        asyncio.run(everyone())
+    for model, calls in zip(models, expected, strict=True):
+        assert [[_key(m) for m in c] for c in model.calls] == [[_key(m) for m in c] for c in calls]
 
 
-def test_turntrimmer_trim_logs_one_line(caplog: pytest.LogCaptureFixture):
-    with caplog.at_level(logging.DEBUG, logger="langchain_turntrim"):
-        TurnTrimmer(max_tokens=40).trim(history(4))
-    assert len([r for r in caplog.records if r.name == "langchain_turntrim"]) == 1
+def _histories(count: int) -> list[list[BaseMessage]]:
+    """Distinct histories sharing a prefix, so callers race on the same messages."""
+    shared: list[BaseMessage] = [SystemMessage("rules")]
+    for t in range(40):
+        shared += [HumanMessage(f"question {t} " * (t % 7 + 1)), AIMessage(f"answer {t}")]
+    return [[*shared[: 3 + k * 7 % len(shared)], HumanMessage(f"own {k}")] for k in range(count)]
 
 
-def test_the_package_exports_the_middleware_lazily(monkeypatch: pytest.MonkeyPatch):
-    import langchain_turntrim
+@pytest.mark.parametrize("callers", ["threads", "coroutines"])
+def test_one_trimmer_shared_by_many_callers_answers_each_of_them(callers: str) -> None:
+    items = _histories(64)
+    alone = [TurnTrimmer(max_tokens=150, cache_size=0).invoke(h) for h in items]
+    trimmer = TurnTrimmer(max_tokens=150, cache_size=40)  # small: constant eviction
+    for _ in range(3):
+        if callers == "threads":
+            found = trimmer.batch(list(items), config={"max_concurrency": 8})
+        else:
 
-    assert langchain_turntrim.TurnTrimMiddleware is TurnTrimMiddleware
-    assert "TurnTrimMiddleware" in dir(langchain_turntrim)
-    # Public where LangChain's agents are installed.
-    assert {"TurnTrimMiddleware", "TurnTrimStateMiddleware"} <= set(langchain_turntrim.__all__)
-    assert langchain_turntrim.trim_update is not None
-    # Without langchain the package still imports; the middleware says how to install it.
+            async def everyone() -> list[list[BaseMessage]]:
+                return list(await asyncio.gather(*(trimmer.ainvoke(h) for h in items)))
+
+            found = asyncio.run(everyone())
+        assert found == alone
+
+
+class Rendezvous:
+    """A counter that counts only once two callers are inside it at once: had
+    a lock been held while counting, the second could never enter."""
+
+    overhead = 0
+
+    def __init__(self) -> None:
+        import threading
+
+        self.barrier = threading.Barrier(2, timeout=10)
+
+    def count_each(self, messages: list[BaseMessage]) -> list[int]:
+        self.barrier.wait()
+        return [1] * len(messages)
+
+
+def test_no_lock_is_held_while_counting() -> None:
+    trimmer = TurnTrimmer(max_tokens=10, token_counter=Rendezvous())
+    found = trimmer.batch([[HumanMessage("a")], [HumanMessage("b")]], config={"max_concurrency": 2})
+    assert [[m.content for m in kept] for kept in found] == [["a"], ["b"]]
+
+
+# -- construction --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("middleware", list(MIDDLEWARES.values()))
+def test_a_middleware_adds_no_node_and_compacts_by_default(
+    middleware: type[TurnTrimMiddleware],
+) -> None:
+    made = middleware(100, token_counter="approximate")
+    assert made.name == middleware.__name__
+    assert made.trimmer.max_tokens == 100
+    assert made.trimmer.options.on_overflow == "compact"  # an agent works inside one turn
+    # Neither adds a node to the agent's graph: both work around the model call.
+    graph = create_agent(researcher(), tools=TOOLS, middleware=[made]).get_graph()
+    assert set(graph.nodes) == {"__start__", "model", "tools", "__end__"}
+
+
+def test_importing_without_langchain_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(sys.modules):
         if name == "langchain" or name.startswith("langchain."):
             monkeypatch.setitem(sys.modules, name, None)
@@ -795,23 +752,7 @@ def test_the_package_exports_the_middleware_lazily(monkeypatch: pytest.MonkeyPat
     fresh = importlib.import_module("langchain_turntrim")
     with pytest.raises(ImportError, match=r"pip install 'langchain-turntrim\[agents\]'"):
         _ = fresh.TurnTrimMiddleware
-    # ... and `import *` needs no extra: the middleware is not in __all__ then.
-    assert "TurnTrimMiddleware" not in fresh.__all__
+    assert "TurnTrimMiddleware" not in fresh.__all__  # `import *` needs no extra
     namespace: dict[str, Any] = {}
     exec("from langchain_turntrim import *", namespace)  # noqa: S102 - a fixed statement
     assert "TurnTrimmer" in namespace
-
-
-def test_the_state_keeps_a_greeting_while_every_turn_fits():
-    greeting = AIMessage("Hello! How can I help?", id="greet")
-    history = [greeting, HumanMessage("hi", id="u1"), AIMessage("hello", id="a1")]
-    middleware = TurnTrimStateMiddleware(100_000)
-    assert middleware.state_update(history) is None
-    # It is never sent to the model (it belongs to no turn) ...
-    _, report = middleware.trim_request(make_request(history))
-    assert greeting not in report.kept
-    # ... and it leaves the state with the first dropped turn.
-    longer = [*history, HumanMessage("x" * 400, id="u2")]
-    update = TurnTrimStateMiddleware(count_tokens_approximately(longer[-1:])).state_update(longer)
-    assert update is not None
-    assert [m.id for m in update["messages"]] == ["greet", "u1", "a1"]

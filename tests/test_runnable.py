@@ -1,9 +1,16 @@
-"""TurnTrimmer: the spec through LangChain messages, the Runnable protocol, configuration."""
+"""TurnTrimmer as a LangChain Runnable, and trim_turns as a drop-in for trim_messages.
+
+Every way of running a Runnable gives the same kept list; PromptValues and
+message-likes are inputs; it pipes between a prompt and a model, runs inside
+RunnableWithMessageHistory, and is a run of its own exactly when a callback
+handler would see it.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import pickle
-import warnings
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,35 +23,37 @@ from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
     BaseMessage,
-    ChatMessage,
     HumanMessage,
-    RemoveMessage,
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.messages.utils import count_tokens_approximately, trim_messages
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
-from langchain_core.runnables import ConfigurableField, RunnableLambda
-from langchain_core.runnables.configurable import RunnableConfigurableFields
+from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tracers.context import collect_runs
-from pydantic import SecretStr
 
 from langchain_turntrim import (
-    ApproximateCounter,
-    CalibratedCounter,
-    TiktokenCounter,
-    TrimReport,
     TurnTrimmer,
-    TurnTrimMiddleware,
     TurnTrimOverflowError,
+    per_list,
+    per_message,
     trim_turns,
 )
-from langchain_turntrim._core import PINNED, START
-from langchain_turntrim._counting import CachedCounter
-from langchain_turntrim._messages import CHAT_ROLE_KINDS, TrimInput, message_kinds
-from tests import strategies
-from tests.helpers import arun, snapshot
-from tests.lc import CALLS, LENGTH, message_histories
-from tests.reference import reference_trim
+from tests.strategies import conversations
+
+
+def length(message: BaseMessage) -> int:
+    """A message costs its content's length (trim_messages needs the annotation itself)."""
+    return len(message.content)
+
+
+length.__annotations__["message"] = BaseMessage
+
+#: Additive per message, and the same counts as one whole-list (blocking) counter.
+COUNTERS: dict[str, Callable[[], Any]] = {
+    "per_message": lambda: per_message(length),
+    "per_list": lambda: per_list(lambda ms: sum(map(length, ms))),
+}
 
 HISTORY = [
     SystemMessage("s" * 20, id="s0"),
@@ -54,488 +63,342 @@ HISTORY = [
     AIMessage("a" * 25, id="a2"),
 ]
 
+PROMPT = ChatPromptTemplate.from_messages(
+    [("system", "be brief"), MessagesPlaceholder("history"), ("human", "{question}")]
+)
+
 
 def ids(messages: list[BaseMessage]) -> list[str | None]:
     return [m.id for m in messages]
 
 
+async def _collect(iterator: Any) -> list[Any]:
+    return [chunk async for chunk in iterator]
+
+
+def _single(chunks: list[Any]) -> Any:
+    assert len(chunks) == 1, chunks
+    return chunks[0]
+
+
+#: Every way to run a Runnable on one input; each returns the output.
+CALLS: dict[str, Callable[[Runnable[Any, Any], Any], Any]] = {
+    "invoke": lambda r, x: r.invoke(x),
+    "ainvoke": lambda r, x: asyncio.run(r.ainvoke(x)),
+    "batch": lambda r, x: r.batch([x, x])[1],
+    "abatch": lambda r, x: asyncio.run(r.abatch([x, x]))[1],
+    "stream": lambda r, x: _single(list(r.stream(x))),
+    "astream": lambda r, x: _single(asyncio.run(_collect(r.astream(x)))),
+}
+
+
 @pytest.fixture(params=sorted(CALLS))
-def call(request: pytest.FixtureRequest) -> Any:
-    """Each Runnable entry point, sync and async: tests share one body."""
+def call(request: pytest.FixtureRequest) -> Callable[[Runnable[Any, Any], Any], Any]:
     return CALLS[request.param]
 
 
-# --- the spec, through every entry point ---------------------------------------
+@pytest.fixture(params=sorted(COUNTERS))
+def counter(request: pytest.FixtureRequest) -> Any:
+    return COUNTERS[request.param]()
 
 
-def test_spec_sample(call: Any) -> None:
-    trimmer = TurnTrimmer(max_tokens=100, token_counter=LENGTH)
-    kept = call(trimmer, HISTORY)
+# -- every way of running gives the same kept list ------------------------------------
+
+
+def test_the_spec_s_sample_every_way(call: Any, counter: Any) -> None:
+    kept = call(TurnTrimmer(100, token_counter=counter), HISTORY)
     assert ids(kept) == ["s0", "u2", "a2"]
     assert all(k is HISTORY[i] for k, i in zip(kept, (0, 3, 4), strict=True))
 
 
-@settings(max_examples=500)
-@given(message_histories())
-def test_equals_naive_reference(case: Any) -> None:
-    records, messages, budget = case
-    before = snapshot(messages)
-    kept = TurnTrimmer(max_tokens=budget, token_counter=LENGTH).invoke(messages)
-    assert ids(kept) == [r["id"] for r in reference_trim(records, budget)]
-    assert all(any(k is m for m in messages) for k in kept)
-    assert snapshot(messages) == before
+@settings(max_examples=30)
+@given(history=conversations(max_turns=4), share=st.floats(0, 1.1))
+def test_every_way_of_running_keeps_the_same_list(history: list[BaseMessage], share: float) -> None:
+    budget = int(share * count_tokens_approximately(history))
+    trimmer = TurnTrimmer(budget)
+    expected = trimmer.report(history).kept
+    for name, run in CALLS.items():
+        assert run(trimmer, history) == expected, name
+    assert trim_turns(history, max_tokens=budget) == expected
 
 
-def test_prompt_template_pipeline(call: Any) -> None:
-    prompt = ChatPromptTemplate.from_messages(
-        [("system", "be brief"), MessagesPlaceholder("history"), ("human", "{question}")]
-    )
-    chain = prompt | TurnTrimmer(max_tokens=15, token_counter=LENGTH)
-    out = call(chain, {"history": [("human", "a" * 5), ("ai", "b" * 5)], "question": "c" * 5})
-    assert [m.content for m in out] == ["be brief", "c" * 5]
+def test_overflow_raises_through_every_way(call: Any) -> None:
+    trimmer = TurnTrimmer(60, token_counter=per_message(length), on_overflow="raise")
+    with pytest.raises(TurnTrimOverflowError) as info:
+        call(trimmer, [*HISTORY, HumanMessage("u" * 41, id="u3")])
+    error = info.value
+    assert isinstance(error, ContextOverflowError)
+    assert (error.max_tokens, error.system_tokens, error.newest_turn_tokens) == (60, 20, 41)
+    copy = pickle.loads(pickle.dumps(error))  # noqa: S301 - our own bytes
+    assert (copy.max_tokens, copy.system_tokens, copy.newest_turn_tokens) == (60, 20, 41)
+    assert str(copy) == str(error)
 
 
-def test_chain_into_a_model(call: Any) -> None:
-    seen: list[list[BaseMessage]] = []
-
-    def spy(messages: list[BaseMessage]) -> list[BaseMessage]:
-        seen.append(messages)
-        return messages
-
-    model = GenericFakeChatModel(messages=iter([AIMessage("ok")] * 4))
-    chain = TurnTrimmer(max_tokens=70, token_counter=LENGTH) | spy | model
-    reply = call(chain, HISTORY)
-    assert reply.content == "ok"
-    assert ids(seen[-1]) == ["s0", "u2", "a2"]
+# -- inputs: a PromptValue and message-likes ---------------------------------------------
 
 
-def test_accepts_every_message_like() -> None:
-    history: TrimInput = [
-        ("system", "rules"),
-        {"role": "user", "content": "weather?"},
-        {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}
-            ],
-        },
-        {"role": "tool", "content": "sunny", "tool_call_id": "c1"},
-        "and tomorrow?",
-    ]
-    kept = TurnTrimmer(max_tokens=10_000).invoke(history)
-    assert [type(m).__name__ for m in kept] == [
-        "SystemMessage",
-        "HumanMessage",
-        "AIMessage",
-        "ToolMessage",
-        "HumanMessage",
-    ]
-    assert isinstance(kept[2], AIMessage)
-    assert kept[2].tool_calls[0]["id"] == "c1"
+def test_a_prompt_value_is_its_messages(call: Any) -> None:
+    value = PROMPT.invoke({"history": [("human", "a" * 5), ("ai", "b" * 5)], "question": "c" * 5})
+    kept = call(TurnTrimmer(15, token_counter=per_message(length)), value)
+    assert [m.content for m in kept] == ["be brief", "c" * 5]
 
 
-def test_returns_original_objects_and_never_mutates(call: Any) -> None:
-    history = [*HISTORY, AIMessageChunk(content="chunk", id="c")]
-    before = snapshot(history)
-    kept = call(TurnTrimmer(max_tokens=10_000, token_counter=LENGTH), history)
-    assert len(kept) == len(history)
-    assert all(a is b for a, b in zip(kept, history, strict=True))
-    assert snapshot(history) == before
-
-
-# --- roles ---------------------------------------------------------------------------
-
-
-def test_roles() -> None:
+def test_message_likes_are_converted_and_messages_come_back_as_themselves(call: Any) -> None:
+    human, chunk = HumanMessage("hi", id="h"), AIMessageChunk(content="partial", id="chunk")
+    calls = [{"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}]
     history = [
-        AIMessage("orphan", id="x0"),
-        ChatMessage(content="dev rules", role="developer", id="d0"),
-        ChatMessage(content="hi", role="human", id="u1"),
-        SystemMessage("mid", id="s1"),
-        ChatMessage(content="hello", role="ai", id="a1"),
-        ToolMessage("t", tool_call_id="c", id="t1"),
-        ChatMessage(content="hi again", role="user", id="u2"),
-        AIMessageChunk(content="partial", id="a2"),
-        SystemMessage("dev", id="d1", additional_kwargs={"__openai_role__": "developer"}),
+        ("system", "rules"),
+        human,
+        {"role": "assistant", "content": "", "tool_calls": calls},
     ]
-    trimmer = TurnTrimmer(max_tokens=10_000, token_counter=LENGTH)
-    assert ids(trimmer.invoke(history)) == ["d0", "u1", "s1", "a1", "t1", "u2", "a2", "d1"]
-    budget = len("dev rules") + len("mid") + len("dev") + len("hi again") + len("partial")
-    small = TurnTrimmer(max_tokens=budget, token_counter=LENGTH)
-    assert ids(small.invoke(history)) == ["d0", "s1", "u2", "a2", "d1"]
+    history += [{"role": "tool", "content": "sunny", "tool_call_id": "c1"}, ("ai", "sunny")]
+    history += ["and tomorrow?", chunk]
+    kept = call(TurnTrimmer(10_000), history)
+    names = "SystemMessage HumanMessage AIMessage ToolMessage AIMessage HumanMessage AIMessageChunk"
+    assert [type(m).__name__ for m in kept] == names.split()
+    assert kept[1] is human
+    assert kept[6] is chunk
+    assert kept[2].tool_calls[0]["id"] == "c1"
+    assert [m.content for m in kept[4:6]] == ["sunny", "and tomorrow?"]
 
 
-@pytest.mark.parametrize(
-    ("history", "error", "fragment"),
-    [
-        ([HumanMessage("hi"), {"content": "no role"}], TypeError, "messages[1] is not a message"),
-        ([None], TypeError, "messages[0] is not a message (NoneType"),
-        ("just a string", TypeError, "expected a sequence of messages or a PromptValue, got str"),
-        (HumanMessage("hi"), TypeError, "got HumanMessage"),
-        (None, TypeError, "got NoneType"),
-    ],
-)
-def test_bad_input(call: Any, history: Any, error: type[Exception], fragment: str) -> None:
-    with pytest.raises(error) as info:
-        call(TurnTrimmer(max_tokens=100), history)
-    assert fragment in str(info.value)
+# -- composition -----------------------------------------------------------------------
 
 
-def test_error_messages_in_full() -> None:
-    class Custom(BaseMessage):
-        type: str = "custom"
-
-    trimmer = TurnTrimmer(max_tokens=100)
-    cases: list[tuple[list[BaseMessage], str]] = [
-        (
-            [HumanMessage("hi"), RemoveMessage(id="r1")],
-            (
-                "messages[1] (id 'r1') is a RemoveMessage: it is a state update for "
-                "LangGraph's add_messages, not part of a conversation to trim"
-            ),
-        ),
-        (
-            [Custom(content="x", id="c0")],
-            "messages[0] (id 'c0'): unsupported message type Custom",
-        ),
-        (
-            [HumanMessage("hi"), ChatMessage(content="x", role="robot")],
-            (
-                "messages[1]: unknown ChatMessage role 'robot'; accepted roles are 'system', "
-                "'developer', 'user', 'human', 'assistant', 'ai', 'tool', 'function'"
-            ),
-        ),
-    ]
-    for history, message in cases:
-        with pytest.raises((TypeError, ValueError)) as info:
-            trimmer.invoke(history)
-        assert str(info.value) == message
-
-    # A subclass is recognised by its base class, then remembered by type.
-    class Shout(HumanMessage):
-        pass
-
-    for _ in range(2):
-        assert ids(trimmer.invoke([AIMessage("x", id="o"), Shout(content="hey", id="s")])) == ["s"]
-
-
-def test_orphans_count_in_tokens_before() -> None:
-    history = [AIMessage("o" * 7, id="o1"), AIMessage("o" * 5, id="o2"), *HISTORY]
-    report = TurnTrimmer(max_tokens=100, token_counter=LENGTH).trim_with_report(history)
-    assert report.tokens_before == 130 + 12
-    assert ids(report.dropped) == ["o1", "o2", "u1", "a1"]
-
-
-# --- configuration --------------------------------------------------------------------
-
-
-def test_a_none_token_counter_raises_at_construction() -> None:
-    with pytest.raises(TypeError) as info:
-        TurnTrimmer(max_tokens=10, token_counter=None)
-    assert "got NoneType" in str(info.value)
-
-
-def test_counter_is_resolved_once_and_cached() -> None:
-    trimmer = TurnTrimmer(max_tokens=10, token_counter=LENGTH)
-    assert isinstance(trimmer.counter, CachedCounter)
-    # The field holds the planner the counter resolved to (with its cache).
-    assert trimmer.token_counter is trimmer.planner
-    assert trimmer.counter is trimmer.planner.counter
-    no_cache = TurnTrimmer(max_tokens=10, token_counter=LENGTH, cache_size=0)
-    assert not isinstance(no_cache.counter, CachedCounter)
-    # Counting approximately is cheaper than a cache lookup: never cached.
-    assert isinstance(TurnTrimmer(max_tokens=10).counter, ApproximateCounter)
-
-
-def test_max_tokens_configurable_per_call_and_cache_shared() -> None:
-    trimmer = TurnTrimmer(max_tokens=100, token_counter=LENGTH)
-    configurable = trimmer.configurable_fields(
-        max_tokens=ConfigurableField(id="max_tokens", name="Token budget")
-    )
-    assert ids(configurable.invoke(HISTORY)) == ["s0", "u2", "a2"]
-    big = configurable.invoke(HISTORY, config={"configurable": {"max_tokens": 130}})
-    assert ids(big) == ids(HISTORY)
-    small = configurable.invoke(HISTORY, config={"configurable": {"max_tokens": 0}})
-    assert ids(small) == ["s0"]
-    assert isinstance(configurable, RunnableConfigurableFields)
-    configured, _ = configurable._prepare({"configurable": {"max_tokens": 5}})
-    assert isinstance(configured, TurnTrimmer)
-    assert configured.counter is trimmer.counter
-
-
-def test_configured_bad_budget_fails_clearly() -> None:
-    configurable = TurnTrimmer(max_tokens=100).configurable_fields(
-        max_tokens=ConfigurableField(id="max_tokens")
-    )
-    with pytest.raises(ValueError, match="max_tokens must be >= 0"):
-        configurable.invoke(HISTORY, config={"configurable": {"max_tokens": -5}})
-
-
-def test_name_and_schemas() -> None:
-    trimmer = TurnTrimmer(max_tokens=10)
-    assert trimmer.get_name() == "TurnTrimmer"
-    with collect_runs() as runs:
-        trimmer.invoke(HISTORY)
-    assert [run.name for run in runs.traced_runs] == ["TurnTrimmer"]
-    output = trimmer.get_output_jsonschema()
-    assert output["type"] == "array"
-    input_schema = trimmer.get_input_jsonschema()
-    assert "anyOf" in input_schema
-    assert trimmer.OutputType == list[BaseMessage]
-
-
-class Starts(BaseCallbackHandler):
-    """The name of every chain run that starts."""
+class Recorder(BaseCallbackHandler):
+    """What a handler sees: chain runs started and ended, and what models are sent."""
 
     def __init__(self) -> None:
-        self.names: list[str | None] = []
+        self.started: list[str | None] = []
+        self.ended: list[Any] = []
+        self.sent: list[list[BaseMessage]] = []
 
     def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
-        self.names.append(kwargs.get("name"))
+        self.started.append(kwargs.get("name"))
+
+    def on_chain_end(self, outputs: Any, **kwargs: Any) -> None:
+        self.ended.append(outputs)
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        self.sent.append(messages[0])
 
 
-def _invoke(trimmer: TurnTrimmer, history: Any, config: Any, mode: str) -> Any:
-    """``invoke`` or ``ainvoke`` with ``config``; ``"nested"``: from inside a
+def _model() -> GenericFakeChatModel:
+    return GenericFakeChatModel(messages=iter([AIMessage("ok", id=f"r{i}") for i in range(10)]))
+
+
+def test_a_prompt_piped_through_the_trimmer_into_a_model(call: Any) -> None:
+    recorder = Recorder()
+    chain = PROMPT | TurnTrimmer(20, token_counter=per_message(length)) | _model()
+    history = [("human", "a" * 10), ("ai", "b" * 10), ("human", "c" * 5), ("ai", "d" * 5)]
+    configured = chain.with_config(callbacks=[recorder])
+    reply = call(configured, {"history": history, "question": "e" * 5})
+    assert reply.content == "ok"
+    assert [m.content for m in recorder.sent[-1]] == ["be brief", "e" * 5]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # LangChain deprecates the class
+def test_inside_runnable_with_message_history() -> None:
+    from langchain_core.chat_history import InMemoryChatMessageHistory
+    from langchain_core.runnables.history import RunnableWithMessageHistory
+
+    store: dict[str, InMemoryChatMessageHistory] = {}
+    recorder = Recorder()
+    chain = PROMPT | TurnTrimmer(8 + 45, token_counter=per_message(length)) | _model()
+    with_history = RunnableWithMessageHistory(
+        chain,
+        lambda session: store.setdefault(session, InMemoryChatMessageHistory()),
+        input_messages_key="question",
+        history_messages_key="history",
+    )
+    config: Any = {"configurable": {"session_id": "s"}, "callbacks": [recorder]}
+    questions = ["a" * 40, "b" * 40, "c" * 40]
+    for question in questions:
+        assert with_history.invoke({"question": question}, config=config).content == "ok"
+    # The store keeps every message; each call is sent the newest turns that fit.
+    stored = [m.content for m in store["s"].messages]
+    assert stored == ["a" * 40, "ok", "b" * 40, "ok", "c" * 40, "ok"]
+    assert [[m.content for m in sent] for sent in recorder.sent] == [
+        ["be brief", question] for question in questions
+    ]
+
+
+# -- callbacks: a run of its own when a handler would see it -----------------------------
+
+
+def _run(trimmer: TurnTrimmer, history: Any, config: Any, mode: str) -> Any:
+    """``invoke``/``ainvoke`` with ``config``; ``nested``: from inside a
     RunnableLambda run with ``config``, which the trimmer's run inherits."""
     if mode == "sync":
         return trimmer.invoke(history, config)
     if mode == "async":
-        return arun(trimmer.ainvoke(history, config))
-
-    # Called without a config: the trimmer's run finds the enclosing one on its own.
-    def inner(x: Any) -> Any:
-        return trimmer.invoke(x)
+        return asyncio.run(trimmer.ainvoke(history, config))
 
     async def ainner(x: Any) -> Any:
         return await trimmer.ainvoke(x)
 
-    outer = RunnableLambda(inner, afunc=ainner, name="outer")
+    outer = RunnableLambda(trimmer.invoke, afunc=ainner, name="outer")
     if mode == "nested":
         return outer.invoke(history, config)
-    return arun(outer.ainvoke(history, config))
+    return asyncio.run(outer.ainvoke(history, config))
 
 
-@pytest.mark.parametrize("mode", ["sync", "async", "nested", "nested-async"])
-def test_every_watching_handler_sees_the_trimmer_run(mode: str) -> None:
-    trimmer = TurnTrimmer(max_tokens=100, token_counter=LENGTH)
-    starts = Starts()
-    kept = _invoke(trimmer, HISTORY, {"callbacks": [starts]}, mode)
+MODES = ["sync", "async", "nested", "nested-async"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_handler_sees_the_trimmer_s_run_and_nothing_else_changes(mode: str, counter: Any) -> None:
+    trimmer = TurnTrimmer(100, token_counter=counter)
+    recorder = Recorder()
+    kept = _run(trimmer, HISTORY, {"callbacks": [recorder]}, mode)
+    assert kept == _run(trimmer, HISTORY, None, mode)
     assert ids(kept) == ["s0", "u2", "a2"]
-    assert starts.names[-1] == "TurnTrimmer"
+    assert recorder.started[-1] == "TurnTrimmer"
+    assert kept in recorder.ended
     with collect_runs() as runs:
-        assert _invoke(trimmer, HISTORY, None, mode) == kept
-    assert runs.traced_runs[0].name == ("TurnTrimmer" if mode in ("sync", "async") else "outer")
-    assert "TurnTrimmer" in [r.name for r in [*runs.traced_runs, *runs.traced_runs[0].child_runs]]
+        assert _run(trimmer, HISTORY, None, mode) == kept
+    runs_made = [*runs.traced_runs, *(c for r in runs.traced_runs for c in r.child_runs)]
+    assert "TurnTrimmer" in [r.name for r in runs_made]
 
 
-def test_a_call_no_handler_watches_runs_without_the_run_machinery(
-    call: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_run_takes_its_name_and_config() -> None:
+    trimmer = TurnTrimmer(100, token_counter=per_message(length), name="history_trim")
+    assert trimmer.get_name() == "history_trim"
+    assert TurnTrimmer(100).get_name() == "TurnTrimmer"
+    with collect_runs() as runs:
+        trimmer.invoke(HISTORY, {"tags": ["t"], "metadata": {"k": 1}})
+    (run,) = runs.traced_runs
+    assert run.name == "history_trim"
+    assert run.tags == ["t"]
+    assert run.extra is not None
+    assert run.extra["metadata"]["k"] == 1
+    assert ids(run.outputs["output"]) == ["s0", "u2", "a2"]  # type: ignore[index]
+
+
+def test_without_a_handler_no_run_is_made(call: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     def unexpected(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a run was made that nobody watches")
 
     monkeypatch.setattr(TurnTrimmer, "_call_with_config", unexpected)
     monkeypatch.setattr(TurnTrimmer, "_acall_with_config", unexpected)
-    trimmer = TurnTrimmer(max_tokens=100, token_counter=LENGTH)
+    trimmer = TurnTrimmer(100, token_counter=per_message(length))
     assert ids(call(trimmer, HISTORY)) == ["s0", "u2", "a2"]
     config: Any = {"tags": ["t"], "metadata": {"k": 1}, "run_name": "r", "callbacks": []}
     assert ids(trimmer.invoke(HISTORY, config)) == ["s0", "u2", "a2"]
-    assert ids(arun(trimmer.ainvoke(HISTORY, config))) == ["s0", "u2", "a2"]
+    assert ids(asyncio.run(trimmer.ainvoke(HISTORY, config))) == ["s0", "u2", "a2"]
 
 
-# --- overflow -----------------------------------------------------------------------------
+def test_schemas() -> None:
+    trimmer = TurnTrimmer(10)
+    assert trimmer.OutputType == list[BaseMessage]
+    assert trimmer.get_output_jsonschema()["type"] == "array"
+    assert "anyOf" in trimmer.get_input_jsonschema()
 
 
-def test_overflow_drop_returns_only_systems(call: Any) -> None:
-    trimmer = TurnTrimmer(max_tokens=60, token_counter=LENGTH)
-    history = [*HISTORY, HumanMessage("u" * 41, id="u3")]
-    assert ids(call(trimmer, history)) == ["s0"]
+# -- trim_turns: trim_messages' calling convention ------------------------------------------
 
 
-def test_overflow_raise(call: Any) -> None:
-    trimmer = TurnTrimmer(max_tokens=60, token_counter=LENGTH, on_overflow="raise")
-    history = [*HISTORY, HumanMessage("u" * 41, id="u3")]
-    with pytest.raises(TurnTrimOverflowError) as info:
-        call(trimmer, history)
-    error = info.value
-    assert isinstance(error, ContextOverflowError)
-    assert (error.max_tokens, error.system_tokens, error.newest_turn_tokens) == (60, 20, 41)
-    assert "newest turn (41 tokens)" in str(error)
-    copy = pickle.loads(pickle.dumps(error))  # noqa: S301 - our own error, just pickled
-    assert (copy.max_tokens, copy.system_tokens, copy.newest_turn_tokens) == (60, 20, 41)
+def test_trim_turns_returns_a_list_given_messages_else_a_runnable() -> None:
+    history = [SystemMessage("s"), HumanMessage("a"), AIMessage("b"), HumanMessage("c")]
+    kept = trim_turns(history, max_tokens=3, token_counter=len)
+    assert kept == [history[0], history[3]]
+    assert all(a is b for a, b in zip(kept, [history[0], history[3]], strict=True))
+    trimmer = trim_turns(max_tokens=3, token_counter=len)
+    assert isinstance(trimmer, TurnTrimmer)
+    assert trimmer.invoke(history) == kept
+    assert (PROMPT | trimmer).invoke({"history": [], "question": "q"})[1].content == "q"
 
 
-def test_overflow_raise_when_systems_alone_exceed() -> None:
-    trimmer = TurnTrimmer(max_tokens=10, token_counter=LENGTH, on_overflow="raise")
-    with pytest.raises(TurnTrimOverflowError) as info:
-        trimmer.invoke([SystemMessage("s" * 11)])
-    assert info.value.newest_turn_tokens == 0
+REFUSED: list[tuple[dict[str, Any], str]] = [
+    ({"strategy": "first"}, "strategy='first'"),
+    ({"allow_partial": True}, "allow_partial=True"),
+    ({"include_system": False}, "include_system=False"),
+    ({"start_on": "ai"}, "start_on=str 'ai'"),
+    ({"start_on": [HumanMessage, AIMessage]}, "start_on=list"),
+    ({"end_on": "human"}, "end_on=str 'human'"),
+    ({"text_splitter": str.split}, "text_splitter"),
+    ({"strategy": "first", "end_on": "ai"}, "strategy='first' (only 'last' keeps the newest"),
+    ({"strategy": "first", "end_on": "ai"}, "; end_on=str 'ai'"),
+]
 
 
-def test_overflow_raise_not_raised_when_it_fits() -> None:
-    trimmer = TurnTrimmer(max_tokens=100, token_counter=LENGTH, on_overflow="raise")
-    assert ids(trimmer.invoke(HISTORY)) == ["s0", "u2", "a2"]
-    assert trimmer.invoke([]) == []
-
-
-# --- report --------------------------------------------------------------------------------
-
-
-def test_trim_with_report() -> None:
-    report = TurnTrimmer(max_tokens=100, token_counter=LENGTH).trim_with_report(HISTORY)
-    assert isinstance(report, TrimReport)
-    assert ids(report.kept) == ["s0", "u2", "a2"]
-    assert report.dropped == HISTORY[1:3]
-    assert report.dropped[0] is HISTORY[1]
-    assert (report.dropped_turns, report.tokens_before, report.tokens_after) == (1, 130, 70)
-    assert (report.max_tokens, report.system_tokens, report.budget_met) == (100, 20, True)
-
-
-# --- for_model -----------------------------------------------------------------------------
-
-
-class CountingFake(GenericFakeChatModel):
-    """A fake chat model with a context window and an additive counter."""
-
-    def get_num_tokens_from_messages(self, messages: list[BaseMessage], tools: Any = None) -> int:
-        return 3 + sum(len(m.content) for m in messages)
-
-
-def test_for_model_calibrates_a_model_without_a_local_tokenizer() -> None:
-    model = CountingFake(messages=iter([]), profile={"max_input_tokens": 103})
-    trimmer = TurnTrimmer.for_model(model, reserve_tokens=3)
-    assert trimmer.max_tokens == 100
-    assert isinstance(trimmer.counter, CalibratedCounter)
-    assert trimmer.counter.observations == 0
-
-
-def test_a_model_passed_as_token_counter_keeps_its_own_counting() -> None:
-    model = CountingFake(messages=iter([]), profile={"max_input_tokens": 103})
-    trimmer = TurnTrimmer(max_tokens=100, token_counter=model)
-    kept = trimmer.invoke(HISTORY)
-    assert ids(kept) == ["s0", "u2", "a2"]
-    assert model.get_num_tokens_from_messages(kept) <= 100
-
-
-@pytest.mark.parametrize(
-    ("profile", "reserve", "budget"),
-    [
-        ({"max_input_tokens": 1000, "max_output_tokens": 100}, None, 900),
-        ({"max_input_tokens": 1000, "max_output_tokens": 600}, None, 750),
-        ({"max_input_tokens": 1000}, None, 750),
-        ({"max_input_tokens": 1000, "max_output_tokens": 600}, 0, 1000),
-        ({"max_input_tokens": 1000, "max_output_tokens": 100}, 10, 990),
-    ],
-)
-def test_for_model_reserves_room_for_the_reply(profile: Any, reserve: Any, budget: int) -> None:
-    model = CountingFake(messages=iter([]), profile=profile)
-    assert TurnTrimmer.for_model(model, reserve_tokens=reserve).max_tokens == budget
-
-
-def test_for_model_openai_uses_tiktoken(tiktoken_cache: Any) -> None:
-    from langchain_openai import ChatOpenAI
-
-    model = ChatOpenAI(model="gpt-4", api_key=SecretStr("sk-test"))
-    trimmer = TurnTrimmer.for_model(model, reserve_tokens=1000)
-    assert model.profile is not None
-    assert trimmer.max_tokens == model.profile["max_input_tokens"] - 1000
-    assert isinstance(trimmer.counter, CachedCounter)
-    assert isinstance(trimmer.counter.counter, TiktokenCounter)
-
-
-def test_openai_compatible_model_of_another_tokenizer_is_refused_at_construction(
-    tiktoken_cache: Any,
+@pytest.mark.parametrize(("kwargs", "fragment"), REFUSED, ids=lambda v: str(v)[:30])
+@pytest.mark.parametrize("given_messages", [True, False])
+def test_trim_turns_refuses_what_would_split_a_turn(
+    kwargs: dict[str, Any], fragment: str, given_messages: bool
 ) -> None:
-    """An unknown model name on ChatOpenAI is not counted with a guessed
-    cl100k_base, and langchain-openai cannot count it: refused when the
-    trimmer is built (it used to fail at every trim), saying what to use."""
-    from langchain_openai import ChatOpenAI
-
-    from langchain_turntrim._counting import resolve_counter
-    from langchain_turntrim._sizing import model_counter
-
-    model = ChatOpenAI(model="deepseek-chat", base_url="http://localhost:9", api_key=SecretStr("k"))
-    for build in (
-        lambda: TurnTrimmer(max_tokens=100, token_counter=model),
-        lambda: trim_turns([], max_tokens=100, token_counter=model),
-        lambda: TurnTrimMiddleware(max_tokens=100, token_counter=model),
-    ):
-        with pytest.raises(ValueError, match="deepseek-chat") as info:
-            build()
-        assert "CalibratedCounter()" in str(info.value)
-    assert isinstance(model_counter(model), CalibratedCounter)  # what for_model chooses
-    known = resolve_counter(ChatOpenAI(model="gpt-4", api_key=SecretStr("sk-test")))
-    assert isinstance(known, CachedCounter)
-    assert known.counter == TiktokenCounter("gpt-4")
-
-
-def test_a_model_left_with_langchains_default_counting_is_refused() -> None:
-    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-
-    model = GenericFakeChatModel(messages=iter([]))
-    with pytest.raises(ValueError, match="needs the transformers package"):
-        TurnTrimmer(max_tokens=100, token_counter=model)
-    counted = GenericFakeChatModel(
-        messages=iter([]), custom_get_token_ids=lambda t: [len(w) for w in t.split()]
-    )
-    assert TurnTrimmer(max_tokens=100, token_counter=counted).trim([HumanMessage("a b")])
-
-
-@pytest.mark.parametrize(
-    ("profile", "reserve", "error", "fragment"),
-    [
-        ({}, 0, ValueError, "has no profile['max_input_tokens']"),
-    ],
-)
-def test_for_model_errors(
-    profile: Any, reserve: int, error: type[Exception], fragment: str
-) -> None:
-    model = CountingFake(messages=iter([]), profile=profile)
-    with pytest.raises(error) as info:
-        TurnTrimmer.for_model(model, reserve_tokens=reserve)
+    messages = [HumanMessage("x")] if given_messages else None
+    with pytest.raises(ValueError, match="trim_turns does not support") as info:
+        trim_turns(messages, max_tokens=10, token_counter=len, **kwargs)
     assert fragment in str(info.value)
 
 
-# --- exact budgets -----------------------------------------------------------------------
+@pytest.mark.parametrize("start_on", [None, "human", HumanMessage, ["human"], (HumanMessage,)])
+def test_trim_turns_takes_every_spelling_of_human(start_on: Any) -> None:
+    history = [AIMessage("x"), HumanMessage("y")]
+    assert trim_turns(history, max_tokens=10, token_counter=len, start_on=start_on) == history[1:]
 
 
-def _trimmable(message: BaseMessage) -> bool:
-    return not isinstance(message, ChatMessage) or message.role in CHAT_ROLE_KINDS
+@st.composite
+def agreeing_histories(draw: st.DrawFn) -> tuple[list[BaseMessage], int]:
+    """Where the spec and ``trim_messages`` agree: at most one system message,
+    first; turns of a user message, tool steps whose every call is answered, and
+    a final assistant reply; and a budget."""
+    size = st.integers(0, 30)
+    history: list[BaseMessage] = []
+    if draw(st.booleans()):
+        history.append(SystemMessage("s" * draw(size), id="sys"))
+    for turn in range(draw(st.integers(0, 5))):
+        history.append(HumanMessage("u" * draw(size), id=f"u{turn}"))
+        for step in range(draw(st.integers(0, 2))):
+            calls = [f"c{turn}.{step}.{k}" for k in range(draw(st.integers(1, 2)))]
+            requested = [{"name": "f", "args": {}, "id": c} for c in calls]
+            history.append(AIMessage("t" * draw(size), id=f"s{turn}.{step}", tool_calls=requested))
+            history += [ToolMessage("r" * draw(size), tool_call_id=c, id=c) for c in calls]
+        history.append(AIMessage("a" * draw(size), id=f"a{turn}"))
+    return history, draw(st.integers(0, 300))
 
 
-@pytest.mark.slow
-@settings(max_examples=200)
-@given(
-    messages=st.lists(strategies.messages().filter(_trimmable), max_size=12),
-    budget=st.integers(0, 600),
-)
-def test_exact_budget_holds_by_chatopenai_count(
-    tiktoken_cache: Any, messages: list[BaseMessage], budget: int
-) -> None:
-    from langchain_openai import ChatOpenAI
+#: The trim_messages call trim_turns replaces.
+LIKE_TURNS: dict[str, Any] = {"strategy": "last", "start_on": "human", "include_system": True}
+LANGCHAIN_COUNTERS: dict[str, Any] = {
+    "len": len,
+    "count_tokens_approximately": count_tokens_approximately,
+    "per-message": length,
+    "approximate": "approximate",
+}
 
-    model = ChatOpenAI(model="gpt-4", api_key=SecretStr("sk-test"))
 
-    def exact_count(kept: list[BaseMessage]) -> int:
-        with warnings.catch_warnings():  # ChatOpenAI warns about file blocks
-            warnings.simplefilter("ignore")
-            return model.get_num_tokens_from_messages(kept, allow_fetching_images=False)
+@pytest.mark.parametrize("name", sorted(LANGCHAIN_COUNTERS))
+@settings(max_examples=150)
+@given(case=agreeing_histories())
+def test_trim_turns_agrees_with_trim_messages(name: str, case: Any) -> None:
+    history, budget = case
+    counter = LANGCHAIN_COUNTERS[name]
+    theirs = trim_messages(history, max_tokens=budget, token_counter=counter, **LIKE_TURNS)
+    ours = trim_turns(history, max_tokens=budget, token_counter=counter)
+    system = [m for m in history if isinstance(m, SystemMessage)]
+    if TurnTrimmer(budget, token_counter=counter).report(system).tokens_after <= budget:
+        assert ids(ours) == ids(theirs)
+        assert all(a is b for a, b in zip(ours, theirs, strict=True))
 
-    trimmer = TurnTrimmer(max_tokens=budget, token_counter=TiktokenCounter("gpt-4"))
-    report = trimmer.trim_with_report(messages)
-    exact = exact_count(report.kept)
-    assert report.tokens_after == exact
-    # The budget holds by ChatOpenAI's own count, unless only systems are left.
-    assert exact <= budget or set(message_kinds(report.kept)) <= {PINNED}
-    # Maximal: with the next older turn, the exact count would exceed the budget
-    # (the cut is chosen on the history's messages, calls without results
-    # included: leaving those out of what is sent only makes it smaller).
-    if report.plan.kept_turns < report.plan.turns and report.budget_met:
-        bigger = TurnTrimmer(max_tokens=10**9, token_counter=TiktokenCounter("gpt-4"))
-        starts = [i for i, kind in enumerate(message_kinds(messages)) if kind == START]
-        older = starts[report.plan.dropped_turns - 1]
-        pinned = [messages[i] for i in report.plan.pinned if i < older]
-        wider = pinned + messages[older:]
-        with_older = bigger.trim_with_report(wider).plan.select(wider)
-        assert exact_count(with_older) > budget
+
+def test_where_trim_turns_and_trim_messages_differ() -> None:
+    history = [
+        AIMessage("greeting before any question", id="g"),
+        HumanMessage("q1", id="q1"),
+        AIMessage("", id="call", tool_calls=[{"name": "f", "args": {}, "id": "c1"}]),
+        ToolMessage("r", tool_call_id="c1", id="res"),
+        SystemMessage("late instructions", id="late"),
+        AIMessage("a1", id="a1"),
+        HumanMessage("q2", id="q2"),
+    ]
+    theirs = trim_messages(
+        history, max_tokens=4, token_counter=len, strategy="last", include_system=True
+    )
+    # trim_messages keeps a result without its call and a turn's tail; the
+    # turn trim keeps every system message and whole turns only.
+    assert ids(theirs) == ["res", "late", "a1", "q2"]
+    assert ids(trim_turns(history, max_tokens=4, token_counter=len)) == ["late", "q2"]
+    everything = trim_turns(history, max_tokens=100, token_counter=len)
+    assert ids(everything) == ["q1", "call", "res", "late", "a1", "q2"]

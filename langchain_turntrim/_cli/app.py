@@ -1,55 +1,37 @@
-"""``turntrim``: trim or inspect a chat transcript from the shell.
-
-``turntrim trim`` writes the kept messages in the input's own shape (a JSON
-array, an object with a ``"messages"`` or ``"traj"`` array, JSONL, or a JSON
-array or JSONL of such conversations), each one the very text it was read as,
-so it can sit in a pipeline. ``turntrim report`` shows a table
-of the turns for a human (it needs ``rich``: ``pip install 'langchain-turntrim[cli]'``),
-and ``turntrim demo`` runs the report on a conversation shipped with the
-package. Every error is one line on stderr and exit status 2 (130 when
-interrupted; 1, silently, when the reader of the output closes it early, as
-``| head`` does); a trim that keeps only the system messages says so on stderr.
-"""
+"""``turntrim``: trim a chat transcript in a pipeline, or see its turns
+(``report``, ``demo``); every error is one line on stderr, exit status 2."""
 
 from __future__ import annotations
 
 import argparse
-import functools
+import contextlib
+import importlib.util
 import os
+import re
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Final, NoReturn
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from typing import Any, Final, NoReturn, get_args
 
 from langchain_turntrim import __version__
-from langchain_turntrim._cli.planning import (
-    CounterChoice,
-    Planned,
-    choose_counter,
-    plain_counter,
-    plan_transcript,
-    trim_options,
-)
-from langchain_turntrim._cli.streams import MAX_INPUT_BYTES, write
-from langchain_turntrim._cli.terminal import neutral
+from langchain_turntrim._anatomy import to_messages
 from langchain_turntrim._cli.transcript import (
-    Document,
+    MAX_INPUT_BYTES,
+    Conversation,
     InputError,
-    Transcript,
-    dump,
+    a_json_type,
+    neutral,
     parse,
     read_document,
 )
-from langchain_turntrim._options import DEFAULT_KEEP_TOOL_RESULTS, ON_OVERFLOW
-from langchain_turntrim._report import TrimReport
-
-if TYPE_CHECKING:
-    from langchain_turntrim._compaction.ladder import Compaction
-    from langchain_turntrim._options import TrimOptions
+from langchain_turntrim._core import plan_trim
+from langchain_turntrim._options import OnOverflow, TrimOptions
+from langchain_turntrim._report import TrimReport, TurnTrimOverflowError
+from langchain_turntrim._trimmer import TurnTrimmer
 
 __all__ = ["main"]
 
 PROG: Final = "turntrim"
-#: The budget ``turntrim demo`` trims the sample conversation to.
 DEMO_MAX_TOKENS: Final = 1200
 SAMPLE: Final = "sample_conversation.json"
 #: The exit status when the output's reader closed it early (``| head``).
@@ -58,31 +40,22 @@ RICH_MISSING: Final = (
     "the report needs rich, which is not installed: pip install 'langchain-turntrim[cli]' "
     "(from a checkout: pip install -e '.[cli]'; from a wheel: pip install 'FILE.whl[cli]')"
 )
-
+_KEEP: Final = TrimOptions.__dataclass_fields__["keep_tool_results"].default
+#: The options the library's messages name, each set by the flag of its name.
+_OPTION: Final = re.compile(r"\b(max_tokens|token_counter|on_overflow|keep_tool_results|trim_to)\b")
+_LINK: Final = re.compile(r"For (?:troubleshooting|further information),? visit:? \S+")
 _EPILOG: Final = """\
 examples:
   turntrim trim chat.json --max-tokens 8000 > trimmed.json
-  turntrim trim history.jsonl --max-tokens 128000 --token-counter tiktoken:gpt-4o
-  cat chat.json | turntrim trim - --max-tokens 4000 --token-counter tiktoken:cl100k_base
-  turntrim trim records.json --max-tokens 100 --token-counter field
-  turntrim report chat.json --max-tokens 8000
-  turntrim demo
+  cat request.json | turntrim trim - --max-tokens 4000 --token-counter tiktoken:gpt-4o
+  turntrim report runs.jsonl --max-tokens 8000 --conversation 3
 
-input: one conversation, or several. A conversation is a JSON array of OpenAI
-chat messages (role, content, tool_calls, tool_call_id, name), an object with a
-"messages" array (a request body: other keys are kept, its "tools" are priced)
-or a "traj" array (a tau-bench item), or JSONL (one message per line). Several
-are a JSON array of conversations, or JSONL of them (one a line); trim writes
-them all, each trimmed, in the file's shape, and report shows a table for each,
-unless --conversation N picks one (from 0). "-" reads stdin; at most
---max-input-bytes are read (default 256 MiB). Kept messages are written as they
-were read, byte for byte. With --counter field, each message is a record
-{id, role, tokens} and its "tokens" is its cost.
-
-counters (--token-counter, or --counter): approximate (default; LangChain's
-count_tokens_approximately),
-tiktoken:MODEL or tiktoken:ENCODING (OpenAI's exact count, offline once the
-encoding file is cached), field (the "tokens" of each message).
+FILE: OpenAI chat messages as a JSON array, an object with "messages" (a request
+body: its "tools" are priced) or "traj" (tau-bench), or JSONL; or a JSON array
+or JSONL of such conversations. Kept messages are written as they were read.
+COUNTER: approximate (default), tiktoken:MODEL, tiktoken:ENCODING, or field
+(records {id, role, tokens}). --on-overflow, when not even the newest turn
+fits: drop (keep the system messages), raise, or compact the newest turn.
 
 exit status: 0 on success (a warning on stderr when only the system messages
 are kept); 1 when whatever reads the output closed it before the end (e.g.
@@ -90,306 +63,190 @@ are kept); 1 when whatever reads the output closed it before the end (e.g.
 interrupted."""
 
 
-class RichMissingError(ImportError):
-    """``report``/``demo`` need ``rich``."""
-
-
-class StreamClosedError(OSError):
-    """stdout is closed: there is nowhere to write the output."""
-
-
-# -- command line ---------------------------------------------------------------------------
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{PROG}: error: {message} (see '{self.prog} --help')\n")
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog=PROG,
-        description="Trim a chat transcript to a token budget, whole turns at a time.",
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog=PROG, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.description = "Trim a chat transcript to a token budget, whole turns at a time."
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    trim = commands.add_parser(
-        "trim", help="write the kept messages, in the input's format, to stdout"
+    for name, said in (("trim", "write the kept messages"), ("report", "show the turns kept")):
+        add = commands.add_parser(name, help=said).add_argument
+        add("file", metavar="FILE", help='the transcript; "-" reads stdin')
+        add("--max-tokens", type=int, required=True, metavar="N", help="the token budget")
+        add("--token-counter", "--counter", dest="counter", default="approximate", metavar="NAME")
+        add("--on-overflow", choices=get_args(OnOverflow), default="drop")
+        add("--keep-tool-results", type=int, default=_KEEP, metavar="N", help=f"default {_KEEP}")
+        add("--trim-to", type=int, metavar="N", help="cut over budget to about N tokens")
+        add("--conversation", type=int, metavar="N", help="only the Nth, from 0")
+        help_ = f"read at most N bytes (default {MAX_INPUT_BYTES:,})"
+        add("--max-input-bytes", type=int, default=MAX_INPUT_BYTES, metavar="N", help=help_)
+    demo = commands.add_parser("demo", help="the report on a sample conversation")
+    demo.add_argument("--max-tokens", type=int, default=DEMO_MAX_TOKENS, metavar="N")
+    demo.set_defaults(
+        counter="approximate", on_overflow="drop", keep_tool_results=_KEEP, trim_to=None
     )
-    _add_trim_arguments(trim)
-    trim.set_defaults(run=_run_trim)
-    report = commands.add_parser("report", help="show what a trim keeps and drops, turn by turn")
-    _add_trim_arguments(report)
-    report.set_defaults(run=_run_report)
-    demo = commands.add_parser("demo", help="the report on a sample conversation (no network)")
-    demo.add_argument(
-        "--max-tokens",
-        type=int,
-        default=DEMO_MAX_TOKENS,
-        metavar="N",
-        help=f"the budget (default: {DEMO_MAX_TOKENS})",
-    )
-    demo.set_defaults(run=_run_demo)
     return parser
-
-
-def _add_trim_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help='the transcript; "-" reads stdin')
-    parser.add_argument(
-        "--max-tokens", type=int, required=True, metavar="N", help="the token budget"
-    )
-    parser.add_argument(
-        "--token-counter",
-        "--counter",
-        dest="counter",
-        default="approximate",
-        metavar="COUNTER",
-        help="approximate (default), tiktoken:MODEL, tiktoken:ENCODING or field",
-    )
-    parser.add_argument(
-        "--on-overflow",
-        choices=ON_OVERFLOW,
-        default="drop",
-        help=(
-            "when not even the newest turn fits: drop it (default), raise an error, or "
-            "compact it (clear old tool results, drop old steps, truncate)"
-        ),
-    )
-    parser.add_argument(
-        "--keep-tool-results",
-        type=int,
-        default=DEFAULT_KEEP_TOOL_RESULTS,
-        metavar="N",
-        help=f"with --on-overflow compact: the newest N tool results are never cleared "
-        f"(default: {DEFAULT_KEEP_TOOL_RESULTS})",
-    )
-    parser.add_argument(
-        "--trim-to",
-        type=int,
-        default=None,
-        metavar="N",
-        help="cut an over-budget history down to about N tokens, at a turn boundary that "
-        "later versions of the same growing history keep (prompt-cache friendly)",
-    )
-    parser.add_argument(
-        "--conversation",
-        type=int,
-        default=None,
-        metavar="N",
-        help="of a file of several conversations, only the Nth (from 0); default: all of "
-        "them (trim writes each one trimmed, in the file's shape; report shows one table each)",
-    )
-    parser.add_argument(
-        "--max-input-bytes",
-        type=int,
-        default=MAX_INPUT_BYTES,
-        metavar="N",
-        help=f"read at most N bytes of input, else fail (default: {MAX_INPUT_BYTES:,}, "
-        f"{MAX_INPUT_BYTES >> 20} MiB)",
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``turntrim`` with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
     try:
-        return _main(argv)
+        try:
+            args = _parser().parse_args(None if argv is None else list(argv))
+        except SystemExit as done:  # --help, --version and usage errors
+            return done.code if isinstance(done.code, int) else 2 if done.code else 0
+        return _run(args)
     except KeyboardInterrupt:
         _say("interrupted")
         return 130
-
-
-def _main(argv: Sequence[str] | None) -> int:
-    parser = _build_parser()
-    try:
-        args = parser.parse_args(None if argv is None else list(argv))
-    except SystemExit as exit_:  # --help, --version and usage errors
-        return _exit_status(exit_.code)
-    run: Callable[[argparse.Namespace], int] = args.run
-    try:
-        if sys.stdout is None:
-            msg = "cannot write the output: stdout is closed"
-            raise StreamClosedError(msg)
-        return run(args)
-    except RichMissingError:
-        return _fail(RICH_MISSING)
-    except BrokenPipeError:  # e.g. `turntrim trim big.json ... | head`: not worth a word
-        _silence_stdout()
+    except BrokenPipeError:  # `turntrim trim big.json ... | head`: not worth a word
+        with contextlib.suppress(OSError, ValueError):  # no file descriptor: captured
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # for the exit flush
         return PIPE_CLOSED
     except (TypeError, ValueError, OSError) as error:
-        # json.JSONDecodeError is a ValueError
-        return _fail(str(error))
-
-
-def _exit_status(code: object) -> int:
-    if code is None:
-        return 0
-    return code if isinstance(code, int) else 2
-
-
-def _fail(message: str) -> int:
-    _say(f"error: {message}")
-    return 2
+        _say(f"error: {error}")
+        return 2
 
 
 def _say(message: str) -> None:
-    """One line on stderr, if there is one: library messages may span lines,
-    and nothing from a transcript may drive the terminal."""
+    """One line on stderr, whatever the library's message spans and holds."""
     if sys.stderr is not None:
-        sys.stderr.write(f"{PROG}: {neutral(' '.join(message.split()))}\n")
+        sys.stderr.write(f"{PROG}: {neutral(' '.join(_LINK.sub('', message).split()))}\n")
 
 
-def _silence_stdout() -> None:
-    """After a broken pipe, keep Python's exit-time flush from raising again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # no real file descriptor (e.g. captured)
-        pass
+def _write(text: str) -> None:
+    """UTF-8 whatever the locale: JSON is UTF-8 (RFC 8259)."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text.encode("utf-8"))
+    sys.stdout.buffer.flush()
 
 
-# -- commands -------------------------------------------------------------------------------
-
-
-def _run_trim(args: argparse.Namespace) -> int:
-    _check_budget(args.max_tokens)
-    # A plain transcript counted with tiktoken is planned without LangChain.
-    plain = plain_counter(args.counter)
-    choice = choose_counter(args.counter) if plain is None else None
-    document = _read(args)
-    options = trim_options(args)
-    choose = functools.cache(lambda: choice or choose_counter(args.counter))
-    planned = _each(
-        document, lambda transcript: plan_transcript(transcript, choose, options, plain=plain)
-    )
-    write(dump(document, [p.kept() for p in planned]))
-    for transcript, each in zip(document.conversations, planned, strict=True):
-        _warn_if_only_systems(each.report, transcript.name)
-    return 0
-
-
-def _read(args: argparse.Namespace) -> Document:
-    if args.conversation is not None and args.conversation < 0:
+def _run(args: argparse.Namespace) -> int:
+    """Every conversation decided before anything is written: an error in any writes nothing."""
+    if sys.stdout is None:
+        msg = "cannot write the output: stdout is closed"
+        raise InputError(msg)
+    if args.command != "trim" and importlib.util.find_spec("rich") is None:
+        raise InputError(RICH_MISSING)
+    trimmer = _trimmer(args)
+    if args.command == "demo":
+        sample = resources.files("langchain_turntrim._cli").joinpath(SAMPLE)
+        document = parse(sample.read_text(encoding="utf-8"), SAMPLE)
+    elif args.conversation is not None and args.conversation < 0:
         msg = f"--conversation must be >= 0, got {args.conversation}"
         raise InputError(msg)
-    return read_document(args.file, args.max_input_bytes).select(args.conversation)
+    else:
+        document = read_document(args.file, args.max_input_bytes).select(args.conversation)
+    decided = [_decide(c, trimmer, args.counter) for c in document.conversations]
+    if args.command == "trim":
+        _write(document.render([_kept(report) for report, _ in decided]))
+        for conversation, (report, _) in zip(document.conversations, decided, strict=True):
+            _warn_if_only_systems(conversation, report)
+        return 0
+    from langchain_turntrim._cli.tables import render, render_messages  # noqa: PLC0415 - rich
+
+    counter = None if args.counter == "field" else trimmer.counter
+    encoding = getattr(getattr(counter, "encoding", None), "name", None)
+    label = args.counter + (f" ({encoding})" if encoding else "")
+    pairs = zip(document.conversations, decided, strict=True)
+    for i, (conversation, (report, messages)) in enumerate(pairs):
+        _write("\n" if i else "")
+        title = f"{conversation.place}: budget {report.max_tokens:,} tokens, counter {label}"
+        render(title, conversation, messages, counter, report, sys.stdout)
+    if args.command == "demo":
+        items, report = document.conversations[0].items, decided[0][0]
+        render_messages([items[i] for i in _kept(report)[0]], len(items), sys.stdout)
+    return 0
 
 
-def _each(document: Document, plan: Callable[[Transcript], Planned]) -> list[Planned]:
-    """Every conversation planned before anything is written: an error in one
-    of them (named) leaves no output."""
-    planned: list[Planned] = []
+def _trimmer(args: argparse.Namespace) -> TurnTrimmer:
+    """The library's trimmer for the options (for ``field``: only the options checked)."""
+    spec = args.counter
+    if spec not in ("approximate", "field") and not spec.startswith("tiktoken:"):
+        msg = f"unknown counter {spec!r}; use approximate, tiktoken:MODEL or ENCODING, or field"
+        raise InputError(msg)
+    if spec == "field" and args.on_overflow == "compact":
+        msg = "--on-overflow compact needs message content; --token-counter field has none"
+        raise InputError(msg)
+    options = {k: vars(args)[k] for k in ("on_overflow", "keep_tool_results", "trim_to")}
+    counter = "approximate" if spec == "field" else spec
     try:
-        planned.extend(plan(transcript) for transcript in document.conversations)
+        return TurnTrimmer(args.max_tokens, token_counter=counter, **options)
     except (TypeError, ValueError) as error:
-        name = document.conversations[len(planned)].name
-        if not name:
-            raise
-        msg = f"{name}: {error}"
+        raise InputError(_for_the_shell(error)) from error
+
+
+def _for_the_shell(error: Exception) -> str:
+    """The library's message with flags for option names, and no Python call for advice."""
+    text = str(error)
+    for advice in (", or build the encoding from a local file", ". TiktokenCounter knows"):
+        text = text.split(advice, 1)[0]
+    if text.startswith("unknown OpenAI model"):
+        text += "; for any other model, its encoding: e.g. --token-counter tiktoken:o200k_base"
+    return _OPTION.sub(lambda m: "--" + m[0].replace("_", "-"), text)
+
+
+def _decide(
+    conversation: Conversation, trimmer: TurnTrimmer, spec: str
+) -> tuple[TrimReport[Any], list[Any]]:
+    """The library's decision, and the messages it decided on (LangChain's, or
+    the records); an error names the file, conversation and JSONL line."""
+    try:
+        if spec == "field":
+            return _records(conversation.items, trimmer.options), conversation.items
+        messages = to_messages([_message(i, item) for i, item in enumerate(conversation.items)])
+        return trimmer.report(messages, tools=conversation.tools), messages
+    except (TypeError, ValueError, TurnTrimOverflowError) as error:
+        index = re.search(r"messages\[(\d+)\]", str(error))
+        msg = f"{conversation.where(int(index[1]) if index else None)}: {error}"
         raise InputError(msg) from error
-    return planned
 
 
-def _warn_if_only_systems(report: TrimReport[object], name: str = "") -> None:
+def _message(index: int, item: object) -> object:
+    """A message dict as LangChain converts it: OpenAI may leave ``content`` out
+    beside tool calls, LangChain requires the key."""
+    if not isinstance(item, dict):
+        msg = f"messages[{index}] must be a JSON object, got {a_json_type(item)}"
+        raise TypeError(msg)
+    if "content" not in item and (item.get("tool_calls") or item.get("function_call")):
+        return {**item, "content": None}
+    return item
+
+
+def _records(records: list[Any], options: TrimOptions) -> TrimReport[Any]:
+    """``--counter field``: the spec's ``plan_trim`` on ``{id, role, tokens}`` records."""
+    trim_to = options.trim_to if isinstance(options.trim_to, int) else None
+    plan = plan_trim(records, options.max_tokens, trim_to=trim_to)
+    if plan.overflowed and options.on_overflow == "raise":
+        raise TurnTrimOverflowError(plan.max_tokens, plan.system_tokens, plan.newest_turn_tokens)
+    return TrimReport(plan.select(records), plan.kept, [], [], plan, plan.tokens_after)
+
+
+def _kept(report: TrimReport[Any]) -> tuple[Sequence[int], Mapping[int, Any]]:
+    """The kept messages and the new ``content`` of each one compaction rewrote.
+    The plan's whole turns, as read, unless compacted: a transcript's own tool
+    calls and results are its, even those the library leaves out of a request."""
+    if report.compaction is None:
+        return report.plan.kept, {}
+    pairs = zip(report.kept_indices, report.kept, strict=True)
+    return report.kept_indices, {i: m.content for i, m in pairs if i in report.compaction.changed}
+
+
+def _warn_if_only_systems(conversation: Conversation, report: TrimReport[Any]) -> None:
     """Keeping only the system messages is the spec's answer, and worth a word."""
-    plan = report.plan
-    if report.compaction is not None:
-        return
-    which = f"{name}: " if name else ""
+    plan, budget = report.plan, f"{report.plan.max_tokens:,} tokens"
     if not plan.budget_met:
         pinned = plan.system_tokens + plan.overhead_tokens
-        _say(
-            f"warning: {which}the system messages alone exceed the budget ({pinned:,} > "
-            f"{plan.max_tokens:,} tokens); only the system messages are kept"
-        )
-    elif plan.turns and not plan.kept_turns:
-        _say(
-            f"warning: {which}not even the newest turn ({plan.newest_turn_tokens:,} tokens) "
-            f"fits in {plan.max_tokens:,} tokens beside the system messages; only the "
-            "system messages are kept"
-        )
-
-
-def _run_report(args: argparse.Namespace) -> int:
-    _require_rich()
-    _check_budget(args.max_tokens)
-    choice = choose_counter(args.counter)
-    document = _read(args)
-    options = trim_options(args)
-    plain = plain_counter(args.counter)
-    planned = _each(
-        document,
-        lambda transcript: plan_transcript(
-            transcript, lambda: choice, options, plain=plain, with_costs=True
-        ),
-    )
-    for i, (transcript, each) in enumerate(zip(document.conversations, planned, strict=True)):
-        if i:
-            sys.stdout.write("\n")
-        _show_report(transcript, each, choice, options)
-    return 0
-
-
-def _run_demo(args: argparse.Namespace) -> int:
-    _require_rich()
-    from langchain_turntrim._cli.tables import render_messages  # noqa: PLC0415
-
-    _check_budget(args.max_tokens)
-    transcript = parse(_sample_text(), SAMPLE).conversations[0]
-    choice = choose_counter("approximate")
-    options = trim_options(args, "drop")
-    planned = plan_transcript(transcript, lambda: choice, options, with_costs=True)
-    report = _show_report(transcript, planned, choice, options).report
-    kept = [transcript.messages[i] for i in report.kept_indices]
-    render_messages(kept, report.plan.size, sys.stdout)
-    return 0
-
-
-def _sample_text() -> str:
-    from importlib import resources  # noqa: PLC0415 - only the demo reads it
-
-    return resources.files("langchain_turntrim._cli").joinpath(SAMPLE).read_text(encoding="utf-8")
-
-
-def _show_report(
-    transcript: Transcript, planned: Planned, choice: CounterChoice, options: TrimOptions
-) -> Planned:
-    from langchain_turntrim._cli.tables import render, summarize  # noqa: PLC0415
-
-    summary = summarize(
-        transcript.messages,
-        planned.kinds,
-        planned.costs,
-        planned.report,
-        tools=planned.tools,
-        tool_tokens=planned.tool_tokens,
-    )
-    title = f"{transcript.title}: budget {options.max_tokens:,} tokens, counter {choice.label}"
-    render(summary, title, sys.stdout)
-    if planned.compaction is not None:
-        sys.stdout.write(_compaction_line(planned.compaction))
-    return planned
-
-
-def _compaction_line(c: Compaction) -> str:
-    return (
-        f"compact: the newest turn is kept in {c.tokens_after:,} tokens: "
-        f"{c.cleared_results} results cleared ({c.cleared_tokens:,} tokens), "
-        f"{c.dropped_steps} steps dropped ({c.dropped_step_tokens:,} tokens), "
-        f"{c.truncated_messages} messages truncated ({c.truncated_tokens:,} tokens)\n"
-    )
-
-
-def _require_rich() -> None:
-    """Fail before any work when rich (the ``cli`` extra) is missing."""
-    try:
-        import rich  # noqa: F401, PLC0415
-    except ImportError as error:
-        raise RichMissingError(RICH_MISSING) from error
-
-
-def _check_budget(max_tokens: int) -> None:
-    if max_tokens < 0:
-        msg = f"--max-tokens must be >= 0, got {max_tokens}"
-        raise InputError(msg)
+        why = f"the system messages alone exceed the budget ({pinned:,} > {budget})"
+    elif plan.turns and not plan.kept_turns and report.compaction is None:
+        newest = plan.newest_turn_tokens
+        why = f"not even the newest turn ({newest:,} tokens) fits in {budget} beside them"
+    else:
+        return
+    _say(f"warning: {conversation.place}: {why}; only the system messages are kept")

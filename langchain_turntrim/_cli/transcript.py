@@ -1,118 +1,112 @@
-"""Transcripts: reading the conversations a file holds, and writing kept messages
-back in the same shape, each one the very text it was read as.
-
-A file holds one conversation (a JSON array of messages, an object with a
-``"messages"`` or ``"traj"`` array, or JSONL of messages) or several (a JSON
-array or JSONL of conversations, each a list of messages or such an object).
-"""
+"""The conversations a file holds (see ``EXPECTED``; or JSONL), written back with
+only their kept messages, each the very text it was read as: the messages of a
+conversation fill a region of the text (the inside of its array, or the JSONL
+lines), and writing it back replaces that region alone."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, Final
 
-from langchain_turntrim._cli.diagnostics import a_json_type, json_type
-from langchain_turntrim._cli.jsontext import member_value, scan_array, skip
-from langchain_turntrim._cli.streams import MAX_INPUT_BYTES, read_file, read_stdin
-from langchain_turntrim._cli.terminal import json_escaped
+__all__ = ["MAX_INPUT_BYTES", "Conversation", "Document", "InputError", "neutral", "read_document"]
 
-__all__ = [
-    "MESSAGE_MEMBERS",
-    "Decision",
-    "Document",
-    "InputError",
-    "Shape",
-    "Transcript",
-    "dump",
-    "parse",
-    "read_document",
-    "render",
-    "where",
-]
-
-Shape = Literal["array", "object", "jsonl"]
-#: What is kept of a conversation: the indices of its kept messages, and the new
-#: ``content`` of those compaction changed.
-Decision = tuple[Sequence[int], Mapping[int, Any]]
-#: The members of a conversation object that may hold its messages, in the order looked for
-#: (``"traj"``: a tau-bench trajectory).
-MESSAGE_MEMBERS: Final = ("messages", "traj")
-_EXPECTED: Final = (
-    "expected a list of messages, a conversation object with 'messages' or 'traj', "
-    "or a list of conversations"
+MAX_INPUT_BYTES: Final = 256 * 1024 * 1024
+MEMBERS: Final = ("messages", "traj")
+EXPECTED: Final = (
+    "expected a list of messages, an object with 'messages' or 'traj', or a list of them"
 )
+#: Never written raw: controls (they start terminal escape sequences), lone
+#: surrogates (they cannot be encoded) and bidirectional overrides.
+UNSAFE: Final = re.compile(
+    "[\0-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+_SPACE: Final = re.compile(r"[ \t\n\r]*")
+_decoder: Final = json.JSONDecoder()
 
 
 class InputError(ValueError):
-    """The transcript or an option is wrong; the message says where and how."""
+    """The input or an option is wrong; the message says where and how."""
+
+
+def neutral(text: str) -> str:
+    """``text`` with ``UNSAFE`` characters as escapes (``\\x1b``, ``\\u202e``): a
+    transcript must not drive the terminal that shows it."""
+    return UNSAFE.sub(
+        lambda m: f"\\x{ord(m[0]):02x}" if m[0] <= "\xff" else f"\\u{ord(m[0]):04x}", text
+    )
+
+
+def a_json_type(value: object) -> str:
+    """How an error names a value it did not expect."""
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    return "null" if value is None else names.get(type(value), "a number")
 
 
 @dataclass(frozen=True)
-class Transcript:
-    """Messages as read, and what is needed to write a subset back in the same shape.
+class Conversation:
+    """Messages as read: their texts (``bounds``, with the whitespace around each),
+    joined by ``sep``, are the text of ``region``; ``span`` is the conversation's."""
 
-    ``parts`` holds each message's text as read, with the whitespace before
-    and after it (between the separators); ``head`` and ``tail`` are the
-    document around them (up to and including the messages array's ``[``,
-    and from its ``]`` on). Writing every part back gives the input again.
-    """
+    place: str
+    items: list[Any]
+    bounds: list[tuple[int, int]]
+    region: tuple[int, int]
+    span: tuple[int, int]
+    sep: str = ","
+    tools: Any = ()
+    lines: list[int] | None = None  # JSONL: each message's line
 
-    source: str
-    shape: Shape
-    messages: list[Any]
-    envelope: dict[str, Any] | None = None
-    lines: list[int] | None = None  # JSONL: the line of each message
-    parts: list[tuple[str, str, str]] = field(default_factory=list)
-    head: str = ""
-    tail: str = ""
-    #: In a file of several conversations, which one: ``conversation 3`` (JSONL: ``(line 4)``).
-    name: str = ""
-
-    @property
-    def title(self) -> str:
-        """The file, and which of its conversations this is."""
-        return _at(self.source, self.name)
+    def where(self, index: int | None) -> str:
+        """The place of message ``index``, with its JSONL line."""
+        if index is None or self.lines is None or not 0 <= index < len(self.lines):
+            return self.place
+        return f"{self.place} line {self.lines[index]}"
 
 
 @dataclass(frozen=True)
 class Document:
-    """The conversations a file holds: one (``shape`` ``"single"``) or several,
-    as a JSON array (``"array"``) or JSONL (``"jsonl"``) of them.
-
-    For an array, ``parts``, ``head`` and ``tail`` are each conversation's text
-    and the document around them, as ``Transcript`` has them for messages; each
-    conversation's own ``parts``, ``head`` and ``tail`` are within its text.
-    """
+    """The conversations in ``text[span[0]:span[1]]`` (None: all of it)."""
 
     source: str
-    conversations: list[Transcript]
-    shape: Literal["single", "array", "jsonl"] = "single"
-    parts: list[tuple[str, str, str]] = field(default_factory=list)
-    head: str = ""
-    tail: str = ""
+    text: str
+    conversations: list[Conversation]
+    span: tuple[int, int] | None = None
 
     def select(self, index: int | None) -> Document:
-        """Only conversation ``index`` (all of them for None), or an ``InputError``
-        saying how many there are."""
-        if index is None:
-            return self
+        """Only conversation ``index``, in its own shape (None: all of them)."""
         count = len(self.conversations)
-        if not 0 <= index < count:
+        if index is not None and index >= count:
             held = (
                 f"{count} conversations (0 to {count - 1})" if count > 1 else "1 conversation (0)"
             )
             msg = f"--conversation {index}: {self.source} holds {held}"
             raise InputError(msg)
-        if self.shape == "single":
+        if index is None or count == 1:
             return self
-        return Document(self.source, [self.conversations[index]])
+        chosen = self.conversations[index]
+        return Document(self.source, self.text, [chosen], chosen.span)
+
+    def render(self, decisions: Sequence[tuple[Sequence[int], Mapping[int, Any]]]) -> str:
+        """The text with only the kept messages, each with its new content if any."""
+        (at, end), out = self.span or (0, len(self.text)), []
+        for conversation, (kept, contents) in zip(self.conversations, decisions, strict=True):
+            texts = [self.text[slice(*conversation.bounds[i])] for i in kept]
+            for k, i in enumerate(kept):
+                if i in contents:
+                    texts[k] = _with_content(texts[k], contents[i])
+            out += [self.text[at : conversation.region[0]], conversation.sep.join(texts)]
+            at = conversation.region[1]
+        text = "".join(out) + self.text[at:end]
+        return text if text.endswith("\n") else text + "\n"
 
 
-def read_document(path: str, max_bytes: int = MAX_INPUT_BYTES) -> Document:
-    """The conversations in the file ``path`` ("-": stdin), of at most ``max_bytes`` bytes."""
+def read_document(path: str, max_bytes: int) -> Document:
+    """The conversations in ``path`` (``-``: stdin), reading at most ``max_bytes``."""
     source = "<stdin>" if path == "-" else path
     if max_bytes < 1:
         msg = f"--max-input-bytes must be >= 1, got {max_bytes}"
@@ -121,259 +115,155 @@ def read_document(path: str, max_bytes: int = MAX_INPUT_BYTES) -> Document:
         msg = "cannot read <stdin>: stdin is closed"
         raise InputError(msg)
     try:
-        data = read_stdin(max_bytes) if path == "-" else read_file(path, max_bytes)
+        if path == "-":
+            data = _bounded(sys.stdin.buffer, max_bytes)
+        else:
+            with Path(path).open("rb") as file:
+                data = _bounded(file, max_bytes)
     except OSError as error:
         msg = f"cannot read {source}: {error.strerror or error}"
         raise InputError(msg) from error
     if data is None:
-        msg = (
-            f"{source} is larger than {max_bytes:,} bytes, the most turntrim reads "
-            "(--max-input-bytes N reads more)"
-        )
+        msg = f"{source} is larger than {max_bytes:,} bytes (--max-input-bytes N reads more)"
         raise InputError(msg)
     try:
-        text = data.decode("utf-8-sig")
+        return parse(data.decode("utf-8-sig"), source)
     except UnicodeDecodeError as error:
         msg = f"{source} is not UTF-8 text (byte {error.start}: {error.reason})"
         raise InputError(msg) from error
-    return parse(text, source)
+    except RecursionError as error:
+        msg = f"{source}: JSON nested too deeply to read"
+        raise InputError(msg) from error
+
+
+def _bounded(stream: BinaryIO, max_bytes: int) -> bytes | None:
+    """All of ``stream``, or None past ``max_bytes`` (``/dev/zero`` never ends)."""
+    chunks, total = [], 0
+    while chunk := stream.read(min(1 << 20, max_bytes + 1 - total)):
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > max_bytes:
+            return None
+    return b"".join(chunks)
 
 
 def parse(text: str, source: str) -> Document:
-    """One conversation or several: see the module's docstring."""
-    if not text.strip():
-        msg = f"{source} is empty; {_EXPECTED} (JSON or JSONL)"
-        raise InputError(msg)
+    """One conversation, or several (a JSON array or JSONL of conversations)."""
+    whole, start, lines = (0, len(text)), _skip(text, 0), None
     try:
         data = json.loads(text)
-    except RecursionError as error:
-        raise _too_deep(source) from error
+        jsonl = isinstance(data, dict) and "role" in data and "\n" not in text.strip()  # one line
     except json.JSONDecodeError as error:
-        if error.msg == "Extra data" and _is_json_container(text.lstrip().split("\n", 1)[0]):
-            return _parse_jsonl(text, source)
-        raise _json_error(source, error.msg, error.lineno, error.colno) from error
-    if isinstance(data, dict):
-        return Document(source, [_from_object(data, text, source)])
-    if not isinstance(data, list):
-        raise _unknown_shape(source, f"a JSON {json_type(data)}")
-    start = skip(text, 0)
-    values, parts, end = scan_array(text, start)
-    head, tail = text[: start + 1], text[end:]
-    if values and _is_conversation(values[0]):
-        conversations = [
-            _conversation(value, item, source, f"conversation {i}")
-            for i, (value, (_, item, _)) in enumerate(zip(values, parts, strict=True))
-        ]
-        return Document(source, conversations, "array", parts, head, tail)
-    if values and not isinstance(values[0], dict):
-        raise _unknown_shape(source, _described_array(values))
-    return Document(
-        source, [Transcript(source, "array", values, parts=parts, head=head, tail=tail)]
-    )
-
-
-def _is_json_container(line: str) -> bool:
-    try:
-        return isinstance(json.loads(line), (dict, list))
-    except (json.JSONDecodeError, RecursionError):
-        return False
+        if error.msg != "Extra data" or "\n" in text[start : error.pos].rstrip():
+            where = f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+            msg = f"{source} is empty; {EXPECTED}" if start == len(text) else f"{source}: {where}"
+            raise InputError(msg) from error
+        jsonl = True
+    if jsonl:
+        data, bounds, lines = _jsonl(text, source)
+        region, sep = whole, "\n"
+    elif isinstance(data, list):
+        data, bounds, close = _scan(text, start)
+        region, sep = (start + 1, close), ","
+    else:
+        return Document(source, text, [_read(data, whole, source, text)])
+    found = [Conversation(source, data, bounds, region, whole, sep, lines=lines)]
+    if data and _is_conversation(data[0]):
+        at = [f" (line {n})" for n in lines] if lines else [""] * len(data)
+        names = [f"{source} conversation {i}{line}" for i, line in enumerate(at)]
+        found = [_read(*each, text) for each in zip(data, bounds, names, strict=True)]
+    return Document(source, text, found)
 
 
 def _is_conversation(value: object) -> bool:
-    """A list (of messages), or an object holding one that is not a message itself."""
-    if isinstance(value, list):
-        return True
-    return (
-        isinstance(value, dict)
-        and "role" not in value
-        and any(member in value for member in MESSAGE_MEMBERS)
-    )
+    """A list of messages, or an object holding one that is not a message itself."""
+    if isinstance(value, dict):
+        return "role" not in value and any(m in value for m in MEMBERS)
+    return isinstance(value, list)
 
 
-def _conversation(value: object, text: str, source: str, name: str) -> Transcript:
-    """One of several conversations: ``value``, read from ``text``."""
-    if isinstance(value, dict) and _is_conversation(value):
-        return _from_object(value, text, source, name)
-    if not isinstance(value, list):
-        found = _described_object(value) if isinstance(value, dict) else a_json_type(value)
-        msg = (
-            f"{_at(source, name)}: expected a list of messages or an object with "
-            f"'messages' or 'traj', got {found}"
-        )
-        raise InputError(msg)
-    start = skip(text, 0)
-    messages, parts, end = scan_array(text, start)
-    return Transcript(
-        source, "array", messages, parts=parts, head=text[: start + 1], tail=text[end:], name=name
-    )
+def _read(value: object, around: tuple[int, int], place: str, text: str) -> Conversation:
+    """The conversation ``value``, read from ``text[begin:end]``."""
+    begin, end = around
+    member = next((m for m in MEMBERS if m in value), None) if isinstance(value, dict) else None
+    if isinstance(value, dict) and member is not None and not isinstance(value[member], list):
+        found = f"{member!r} must be an array, got {a_json_type(value[member])}"
+    elif isinstance(value, dict) and member is None:
+        found = f"{EXPECTED}; got an object with keys {', '.join(map(repr, value)) or '(none)'}"
+    elif not isinstance(value, (list, dict)):
+        found = f"{EXPECTED}; got {a_json_type(value)}"
+    else:
+        start = _skip(text, begin)
+        opens = (_member(text, start, member) or (start, 0))[0] if member else start
+        items, bounds, close = _scan(text, opens)
+        tools = value.get("tools") if isinstance(value, dict) else None
+        span = (start, begin + len(text[begin:end].rstrip()))
+        return Conversation(place, items, bounds, (opens + 1, close), span, tools=tools or ())
+    msg = f"{place}: {found}"
+    raise InputError(msg)
 
 
-def _unknown_shape(source: str, found: str) -> InputError:
-    return InputError(f"{source}: {_EXPECTED}; got {found}")
+def _jsonl(text: str, source: str) -> tuple[list[Any], list[tuple[int, int]], list[int]]:
+    """The value, bounds and number of each line that is not blank."""
+    values, bounds, lines, at = [], [], [], 0
+    for number, line in enumerate(text.split("\n"), 1):  # JSON may hold U+2028 unescaped
+        begin, at = at, at + len(line) + 1
+        if line.strip():
+            try:
+                values.append(json.loads(line))
+            except json.JSONDecodeError as error:
+                msg = f"{source}: invalid JSON at line {number}, column {error.colno}: {error.msg}"
+                raise InputError(msg) from error
+            bounds.append((begin, begin + len(line)))
+            lines.append(number)
+    return values, bounds, lines
 
 
-def _described_array(values: list[Any]) -> str:
-    """``a JSON array of numbers``, or ``... starting with a number`` when mixed."""
-    kinds = {json_type(value) for value in values}
-    if len(kinds) == 1:
-        return f"a JSON array of {kinds.pop()}s"
-    return f"a JSON array starting with {a_json_type(values[0])}"
+def _skip(text: str, index: int) -> int:
+    """The index of the first non-whitespace character from ``index``."""
+    match = _SPACE.match(text, index)
+    return match.end() if match else index
 
 
-def _described_object(data: dict[str, Any]) -> str:
-    keys = ", ".join(repr(key) for key in list(data)[:5])
-    more = ", ..." if len(data) > 5 else ""  # noqa: PLR2004 - the keys shown
-    return f"a JSON object with keys {keys}{more}" if keys else "an empty JSON object"
-
-
-def _at(source: str, name: str) -> str:
-    return f"{source} {name}" if name else source
-
-
-def _from_object(data: dict[str, Any], text: str, source: str, name: str = "") -> Transcript:
-    """A conversation object (``name``: which of several, if it is one of several)."""
-    place = _at(source, name)
-    member = next((m for m in MESSAGE_MEMBERS if m in data), None)
-    if member is None:
-        if not name and ("role" in data or "type" in data):  # JSONL holding a single message
-            return Transcript(source, "jsonl", [data], lines=[1], parts=[("", text.strip(), "")])
-        raise _unknown_shape(place, _described_object(data))
-    messages = data[member]
-    if not isinstance(messages, list):
-        msg = f"{place}: '{member}' must be an array, got {a_json_type(messages)}"
-        raise InputError(msg)
-    tools = data.get("tools")
-    if tools is not None and not isinstance(tools, list):
-        msg = f"{place}: 'tools' must be an array, got {a_json_type(tools)}"
-        raise InputError(msg)
-    for i, tool in enumerate(tools or ()):
-        if not isinstance(tool, dict):
-            msg = (
-                f"{place}: 'tools[{i}]' must be an object (a tool schema), got {a_json_type(tool)}"
-            )
-            raise InputError(msg)
-    start = _messages_value(text, member)
-    messages, parts, end = scan_array(text, start)
-    return Transcript(
-        source,
-        "object",
-        messages,
-        envelope=data,
-        parts=parts,
-        head=text[: start + 1],
-        tail=text[end:],
-        name=name,
-    )
-
-
-def _parse_jsonl(text: str, source: str) -> Document:
-    """JSONL of messages (one conversation) or of conversations, as its first line is."""
+def _scan(text: str, opens: int) -> tuple[list[Any], list[tuple[int, int]], int]:
+    """The values of the valid JSON array at ``text[opens]``, the bounds of each
+    one's text between its separators, and the index of the array's ``]``."""
     values: list[Any] = []
-    lines: list[int] = []
-    parts: list[tuple[str, str, str]] = []
-    decode = json.loads
-    # Not splitlines(): JSON strings may hold U+2028 and friends unescaped.
-    for number, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            values.append(decode(line))
-        except RecursionError as error:
-            place = f"{source} line {number}"
-            raise _too_deep(place) from error
-        except json.JSONDecodeError as error:
-            raise _json_error(source, error.msg, number, error.colno) from error
-        lines.append(number)
-        parts.append(("", line, ""))
-    if _is_conversation(values[0]):
-        conversations = [
-            _conversation(value, part[1], source, f"conversation {i} (line {number})")
-            for i, (value, part, number) in enumerate(zip(values, parts, lines, strict=True))
-        ]
-        return Document(source, conversations, "jsonl", parts)
-    return Document(source, [Transcript(source, "jsonl", values, lines=lines, parts=parts)])
+    bounds: list[tuple[int, int]] = []
+    begin = opens + 1
+    index = _skip(text, begin)
+    while text[index] != "]":
+        value, end = _decoder.raw_decode(text, index)
+        separator = _skip(text, end)
+        values.append(value)
+        bounds.append((begin, separator))
+        begin = separator + 1
+        index = _skip(text, begin) if text[separator] == "," else separator
+    return values, bounds, index
 
 
-def _messages_value(text: str, member: str) -> int:
-    """Where the value of the object's last ``member`` starts (the one ``json.loads`` keeps)."""
-    span = member_value(text, skip(text, 0), member)
-    if span is None:
-        msg = f"the document has no {member!r} member"
-        raise InputError(msg)
-    return span[0]
+def _member(text: str, start: int, name: str) -> tuple[int, int] | None:
+    """The span of the value of the valid JSON object's last member ``name``
+    (the one ``json`` keeps), if it has one."""
+    index, found = _skip(text, start + 1), None
+    while text[index] != "}":
+        key, end = _decoder.raw_decode(text, index)
+        value_start = _skip(text, _skip(text, end) + 1)  # past the ':'
+        value_end = _decoder.raw_decode(text, value_start)[1]
+        found = (value_start, value_end) if key == name else found
+        index = _skip(text, value_end)
+        index = _skip(text, index + 1) if text[index] == "," else index
+    return found
 
 
-def _too_deep(where: str) -> InputError:
-    msg = f"{where}: JSON nested too deeply to read"
-    return InputError(msg)
-
-
-def _json_error(source: str, reason: str, line: int, column: int) -> InputError:
-    msg = f"{source}: invalid JSON at line {line}, column {column}: {reason}"
-    return InputError(msg)
-
-
-def where(transcript: Transcript, index: int) -> str:
-    """``messages[3] (id 'm3', line 4)``."""
-    item = transcript.messages[index]
-    details = []
-    if isinstance(item, dict) and isinstance(item.get("id"), (str, int)):
-        details.append(f"id {item['id']!r}")
-    if transcript.lines is not None:
-        details.append(f"line {transcript.lines[index]}")
-    return f"messages[{index}]" + (f" ({', '.join(details)})" if details else "")
-
-
-def dump(document: Document, decisions: Sequence[Decision]) -> str:
-    """Each conversation of ``document`` with only its kept messages (one
-    ``(kept indices, new contents)`` decision each, see ``render``), in the
-    document's shape, ending in a newline."""
-    texts = [
-        render(transcript, kept, contents)
-        for transcript, (kept, contents) in zip(document.conversations, decisions, strict=True)
-    ]
-    if document.shape == "jsonl":
-        return "".join(text + "\n" for text in texts)
-    if document.shape == "single":
-        text = texts[0]
-    else:
-        inside = (
-            before + text + after
-            for (before, _, after), text in zip(document.parts, texts, strict=True)
-        )
-        text = document.head + ",".join(inside) + document.tail
-    return text if text.endswith("\n") else text + "\n"
-
-
-def render(
-    transcript: Transcript, kept: Sequence[int], contents: Mapping[int, Any] | None = None
-) -> str:
-    """The messages at the ``kept`` indices in the transcript's shape, each the text
-    it was read as (numbers, escapes, duplicate keys and all).
-
-    A JSON document keeps everything around its messages as it was; JSONL
-    keeps one message per line. ``contents`` maps an index to a new
-    ``content`` (compaction): only that member's value is rewritten.
-    """
-    contents = contents or {}
-    parts = transcript.parts
-    texts = [_replace_content(parts[i], contents[i]) if i in contents else parts[i] for i in kept]
-    if transcript.shape == "jsonl":
-        return "".join(text + "\n" for _, text, _ in texts)
-    return transcript.head + ",".join("".join(part) for part in texts) + transcript.tail
-
-
-def _replace_content(part: tuple[str, str, str], content: Any) -> tuple[str, str, str]:
-    """A message's text with its ``content`` member's value replaced (added if absent)."""
-    before, text, after = part
-    # Non-ASCII as UTF-8; controls, lone surrogates and bidi formatting as escapes.
-    value = json_escaped(json.dumps(content, ensure_ascii=False))
-    span = member_value(text, 0, "content")
-    if span is None:  # OpenAI may omit content beside tool calls
-        close = text.rindex("}")
-        separator = ", " if text[1:close].strip() else ""
-        text = f'{text[:close].rstrip()}{separator}"content": {value}{text[close:]}'
-    else:
-        start, end = span
-        text = text[:start] + value + text[end:]
-    return before, text, after
+def _with_content(chunk: str, content: Any) -> str:
+    """A message's text with its ``content`` value replaced (added if absent),
+    unsafe characters escaped as a transcript holds them."""
+    value = UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", json.dumps(content, ensure_ascii=False))
+    start = _skip(chunk, 0)
+    span = _member(chunk, start, "content")
+    if span is not None:
+        return chunk[: span[0]] + value + chunk[span[1] :]
+    close = chunk.rindex("}")  # OpenAI may leave content out beside tool calls
+    separator = ", " if chunk[start + 1 : close].strip() else ""
+    return f'{chunk[:close].rstrip()}{separator}"content": {value}{chunk[close:]}'

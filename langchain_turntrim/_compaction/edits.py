@@ -1,54 +1,47 @@
 """A message as compaction sees it: its pieces, what may change in each, and
 the new message object they make.
 
-A message's content is read into pieces, in order:
-
-* ``text``: a string content, a ``text`` block or a bare string block, which
-  truncation may shorten (around a note saying how much was removed);
-* ``result``: a tool's output, which clearing replaces by a note and
-  truncation may shorten: a tool (or function) message's whole content, or
-  one ``tool_result`` block of a user message (Anthropic's format: each
-  block is cleared and truncated on its own, with its own note);
-* ``data``: an image, a file, audio or video, dropped (with a note) when the
-  message is truncated;
-* ``keep``: everything else, never changed: reasoning (``thinking`` with its
-  signature, ``redacted_thinking``, ``reasoning``), tool uses and function
-  calls (a provider rejects a call cut in half, and Anthropic rejects a tool
-  use whose thinking block is gone), and any block this module does not know.
-
-New message objects only: the caller's messages are never changed; a new one
-has the caller's class, ``id``, ``tool_call_id`` and ``tool_calls``.
+Content is read into pieces, in order: ``text`` (a string content, a text
+block, a string block), which truncation may shorten; ``result`` (a tool
+message's whole output, or one Anthropic ``tool_result`` block), which
+clearing replaces by a note and truncation may shorten; ``data`` (images,
+files, audio), dropped with a note when the message is truncated; and
+``keep``: everything else, never changed (reasoning with its signature, tool
+calls, unknown blocks: a provider refuses them edited). The caller's messages
+are never changed: a new one has the caller's class, ``id`` and tool calls.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from operator import is_
 from typing import Any, Final
 
+import regex  # type: ignore[import-untyped]
 from langchain_core.messages import BaseMessage
 
-from langchain_turntrim._graphemes import cut_end, cut_start
+from langchain_turntrim._anatomy import dicts, fields_of
+from langchain_turntrim._counting import LRU
 
 __all__ = [
-    "DATA_BLOCKS",
-    "REASONING_BLOCKS",
-    "THINKING_BLOCKS",
+    "DATA",
+    "KEEP",
+    "RESULT",
+    "TEXT",
     "Piece",
-    "attribute",
+    "Rebuilds",
     "pieces",
     "rebuild",
-    "result_text",
-    "tool_names",
     "truncate",
 ]
 
-#: Blocks of reasoning a provider needs back as they were (never changed).
-REASONING_BLOCKS: Final = frozenset(("thinking", "redacted_thinking", "reasoning"))
-#: Anthropic's reasoning blocks: an assistant message holding one starts with it.
-THINKING_BLOCKS: Final = frozenset(("thinking", "redacted_thinking"))
-#: Blocks of data a truncated message gives up (an image can be thousands of tokens).
-DATA_BLOCKS: Final = frozenset(
+TEXT: Final = "text"
+RESULT: Final = "result"
+DATA: Final = "data"
+KEEP: Final = "keep"
+_DATA_BLOCKS: Final = frozenset(
     (
         "image",
         "image_url",
@@ -61,11 +54,8 @@ DATA_BLOCKS: Final = frozenset(
         "video",
     )
 )
-TEXT: Final = "text"
-RESULT: Final = "result"
-DATA: Final = "data"
-KEEP: Final = "keep"
-_MISSING: Final = object()
+#: Grapheme clusters (UAX #29): a cut never splits a flag, an emoji or a letter's marks.
+_GRAPHEME: Final = regex.compile(r"\X")
 
 
 @dataclass
@@ -73,14 +63,14 @@ class Piece:
     """One piece of a message's content, and what compaction made of it."""
 
     kind: str
-    #: The block as read (None for a string content, or a tool message's whole content).
+    #: The block as read (None for a string content or a tool message's output).
     block: Any
-    #: Its text as read (text and result pieces; "" for the others).
+    #: Its text as read ("" for data and kept pieces).
     original: str
-    #: The call a result answers ("" when unknown).
+    #: The call a result answers.
     tool_id: str = ""
-    #: Its text now, and how it was changed: "", "cleared" or "truncated".
-    text: str = ""
+    text: str = field(init=False)
+    #: "", "cleared" or "truncated".
     change: str = ""
     #: Shortened as far as it goes (or a note already).
     at_floor: bool = False
@@ -90,67 +80,59 @@ class Piece:
 
     @property
     def editable(self) -> bool:
-        return self.kind in (TEXT, RESULT)
+        return self.kind in (TEXT, RESULT) and not self.at_floor
 
     def restore(self) -> None:
         self.text, self.change, self.at_floor = self.original, "", False
 
 
 def pieces(message: BaseMessage, *, result: bool) -> list[Piece]:
-    """The pieces of ``message``; ``result``: it is a tool's (or function's)
-    result message, whose whole content is one result."""
+    """The pieces of ``message``; ``result``: its whole content is one tool output."""
     content = message.content
     if result:
-        tool_id = str(attribute(message, "tool_call_id") or "")
+        tool_id = str(vars(message).get("tool_call_id", ""))
         return [Piece(RESULT, None, result_text(content), tool_id)]
     if isinstance(content, str):
         return [Piece(TEXT, None, content)]
     return [_piece(block) for block in content]
 
 
-def _piece(block: object) -> Piece:
+def _piece(block: str | dict[str, Any]) -> Piece:
     if isinstance(block, str):
         return Piece(TEXT, block, block)
-    if not isinstance(block, dict):
-        return Piece(KEEP, block, "")
     kind = block.get("type")
-    if kind == "text" and isinstance(block.get("text"), str):
+    if kind == "text":
         return Piece(TEXT, block, block["text"])
     if kind == "tool_result":
-        return Piece(
-            RESULT, block, result_text(block.get("content")), str(block.get("tool_use_id", ""))
-        )
-    if kind in DATA_BLOCKS:
-        return Piece(DATA, block, "")
-    return Piece(KEEP, block, "")
+        output = result_text(block.get("content"))
+        return Piece(RESULT, block, output, str(block.get("tool_use_id", "")))
+    return Piece(DATA if kind in _DATA_BLOCKS else KEEP, block, "")
 
 
 def result_text(content: object) -> str:
-    """The text of a tool's output: a string, or its text blocks joined."""
+    """A tool's output as text: a string, or its text blocks joined."""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        return "\n".join(
-            b.get("text", "") if isinstance(b, dict) else str(b)
-            for b in content
-            if isinstance(b, (dict, str))
-        )
-    return ""
+    if not isinstance(content, list):
+        return ""
+    texts = (
+        b if isinstance(b, str) else b.get("text", "")
+        for b in content
+        if isinstance(b, (str, dict))
+    )
+    return "\n".join(t for t in texts if isinstance(t, str))
 
 
-def rebuild(message: BaseMessage, parts: Sequence[Piece], *, drop_data: bool) -> BaseMessage:
-    """``message`` with the pieces as they are now: a new object (or
-    ``message`` itself when nothing changed). ``drop_data``: the data pieces
-    go, and a note says how many."""
-    dropped = sum(1 for p in parts if p.kind == DATA) if drop_data else 0
+def rebuild(message: BaseMessage, parts: list[Piece], *, drop_data: bool) -> BaseMessage:
+    """``message`` with its pieces as they are now, a new object (``message``
+    itself when nothing changed); ``drop_data``: data pieces go, with a note."""
+    dropped = sum(p.kind == DATA for p in parts) if drop_data else 0
     if not dropped and not any(p.change for p in parts):
         return message
-    content = message.content
-    if len(parts) == 1 and parts[0].block is None:  # a string content, or a tool's whole output
-        text = parts[0].text
-        lost = _data_blocks(content)
-        if lost:  # a tool's output of blocks, now its text alone
-            text += f"\n[{lost} non-text part(s) removed to fit the context]"
+    note = f"[{dropped} non-text part(s) removed to fit the context]"
+    if parts[0].block is None:  # a string content, or a tool's whole output
+        lost = any(b.get("type") in _DATA_BLOCKS for b in dicts(message.content))
+        text = parts[0].text + (f"\n{note.replace(str(dropped), 'some', 1)}" if lost else "")
         return message.model_copy(update={"content": text})
     blocks: list[Any] = []
     for piece in parts:
@@ -165,63 +147,59 @@ def rebuild(message: BaseMessage, parts: Sequence[Piece], *, drop_data: bool) ->
         else:
             blocks.append({**piece.block, "content": piece.text})
     if dropped:
-        blocks.append(
-            {"type": "text", "text": f"[{dropped} non-text part(s) removed to fit the context]"}
-        )
-    assert isinstance(content, list)  # noqa: S101 - a string content has one piece
+        blocks.append({"type": "text", "text": note})
     return message.model_copy(update={"content": blocks})
 
 
-def _data_blocks(content: object) -> int:
-    if not isinstance(content, list):
-        return 0
-    return sum(1 for b in content if isinstance(b, dict) and b.get("type") in DATA_BLOCKS)
-
-
-def tool_names(messages: Iterable[BaseMessage]) -> dict[str, str]:
-    """Tool call id -> tool name: from the calls of assistant messages (their
-    ``tool_calls`` and ``tool_use`` blocks) and the names results carry."""
-    names: dict[str, str] = {}
-    for message in messages:
-        for call in attribute(message, "tool_calls") or ():
-            if isinstance(call, dict) and call.get("id") and call.get("name"):
-                names[str(call["id"])] = str(call["name"])
-        content = message.content
-        if isinstance(content, list):
-            for block in content:
-                if not isinstance(block, dict) or block.get("type") != "tool_use":
-                    continue
-                if block.get("id") and block.get("name"):
-                    names[str(block["id"])] = str(block["name"])
-        tool_id = attribute(message, "tool_call_id")
-        name = attribute(message, "name")
-        if tool_id and isinstance(name, str) and name and str(tool_id) not in names:
-            names[str(tool_id)] = name
-    return names
-
-
-def attribute(message: BaseMessage, name: str) -> Any:
-    """``getattr(message, name, None)``, without pydantic's costly miss (an
-    exception raised and caught) when the message's class has no such field:
-    its fields, then its class's attributes, then its extra fields."""
-    value = vars(message).get(name, _MISSING)
-    if value is not _MISSING:
-        return value
-    if hasattr(type(message), name):
-        return getattr(message, name, None)
-    extra = message.__pydantic_extra__
-    return extra.get(name) if extra else None
-
-
 def truncate(text: str, keep: int) -> str:
-    """``text`` truncated to at most ``keep`` characters around a note: about
-    two thirds head, one third tail (the note's wording is what the model
-    reads). Both cuts fall on grapheme cluster boundaries (``_graphemes``):
-    a flag, an emoji sequence or a letter with its marks is kept or cut whole."""
+    """``text`` cut to at most about ``keep`` characters around a note: two
+    thirds from its head, one third from its tail, on grapheme boundaries."""
     if keep >= len(text):
         return text
-    head = cut_end(text, keep - keep // 3)
-    tail = cut_start(text, len(text) - keep // 3)
-    removed = tail - head
-    note = f"\n[... {removed:,} characters cut to fit the context ...]\n"
+    head = _boundary(text, keep - keep // 3, before=True)
+    tail = _boundary(text, len(text) - keep // 3, before=False)
+    note = f"\n[... {tail - head:,} characters cut to fit the context ...]\n"
     return text[:head] + note + text[tail:]
+
+
+def _boundary(text: str, at: int, *, before: bool) -> int:
+    """The grapheme boundary at or before (``before``) or after ``at``: clusters
+    are found from the line's start, since a break always follows a newline."""
+    position = text.rfind("\n", 0, at) + 1
+    for match in _GRAPHEME.finditer(text, position):
+        end = match.end()
+        if end > at:
+            return position if before or position == at else end
+        position = end
+    return position
+
+
+class Rebuilds:
+    """The messages compaction made, with their counts (by ``count_new``),
+    remembered by what they were made from: an agent compacts the same turn,
+    grown by a step, call after call (at most ``size`` kept; each holds its
+    original's fields while it is kept)."""
+
+    def __init__(self, count_new: Callable[[list[BaseMessage]], list[int]], size: int) -> None:
+        self.count_new = count_new
+        self._made: LRU[tuple[Any, ...]] = LRU(size)
+        #: The last compaction: the turn's cache entries, its room and options, the result.
+        self.last: tuple[list[Any], tuple[Any, ...], Any] | None = None
+
+    def __call__(
+        self,
+        original: BaseMessage,
+        parts: list[Piece],
+        drop_data: bool,  # noqa: FBT001 - the ladder's call
+        context: object,
+    ) -> tuple[BaseMessage, int]:
+        """``rebuild``'s message and its count (``context``: what else the count depends on)."""
+        key = (id(original), drop_data, context, *((p.text, p.change) for p in parts))
+        fields = fields_of(original)
+        found = self._made.get(key)
+        if found is not None and found[0]() is original and all(map(is_, fields, found[1])):
+            return found[2], found[3]
+        message = rebuild(original, parts, drop_data=drop_data)
+        tokens = self.count_new([message])[0]
+        self._made.put_many([(key, (weakref.ref(original), fields, message, tokens))])
+        return message, tokens

@@ -1,143 +1,152 @@
-"""The plain-record API: ``plan_trim`` and ``trim_history`` on mappings of
-``role`` and ``tokens``, validated and grouped in one pass."""
+"""The spec on plain records (``plan_trim``, ``trim_history``), and the checks
+every entry point shares, with how their errors name a value."""
 
 from __future__ import annotations
 
+import math
+import reprlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from langchain_turntrim._core.grouping import previous_call
-from langchain_turntrim._core.kinds import (
-    PINNED,
-    REPLY,
-    ROLE_KINDS,
-    START,
-    check_count,
-    check_trim_to,
-    describe,
-)
-from langchain_turntrim._core.plan import TrimPlan, plan_turns
-from langchain_turntrim._safe_repr import safe_repr
+from langchain_turntrim._core.turns import CONTINUE, PINNED, REPLY, START, TrimPlan, group, plan
 
-__all__ = ["plan_trim", "trim_history"]
+__all__ = [
+    "ROLE_KINDS",
+    "check_count",
+    "check_rate",
+    "check_trim_to",
+    "describe",
+    "plan_trim",
+    "shown",
+    "trim_history",
+]
 
-_ACCEPTED_ROLES: Final = ", ".join(repr(role) for role in ROLE_KINDS)
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 60
+
+
+def shown(value: object) -> str:
+    """``str 'abc'``: a value's type and a short repr, for an error message."""
+    try:
+        text = _SHORT.repr(value)
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the real error
+        text = "(unprintable)"
+    return f"{type(value).__name__} {text}"
+
+
+def describe(index: int, message: object) -> str:
+    """``messages[3] (id 'abc')``: how every error names a message."""
+    try:
+        ident = message.get("id") if isinstance(message, Mapping) else getattr(message, "id", None)
+    except Exception:  # noqa: BLE001 - an odd mapping: name the index alone
+        ident = None
+    return f"messages[{index}]" + (f" (id {_SHORT.repr(ident)})" if ident is not None else "")
+
+
+def check_count(value: object, name: str = "max_tokens") -> int:
+    """``value`` if it is an int >= 0 (not a bool), else ``TypeError``/``ValueError``."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        msg = f"{name} must be an int, got {shown(value)}"
+        raise TypeError(msg)
+    if value < 0:
+        msg = f"{name} must be >= 0, got {value}"
+        raise ValueError(msg)
+    return int(value)
+
+
+def check_rate(value: object, name: str, *, positive: bool = False) -> float:
+    """``value`` as a float if it is a finite number >= 0 (> 0 when ``positive``)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        msg = f"{name} must be a number, got {shown(value)}"
+        raise TypeError(msg)
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        msg = f"{name} must be finite and {'> 0' if positive else '>= 0'}, got {value!r}"
+        raise ValueError(msg)
+    return float(value)
+
+
+#: Counts past this are never multiplied by a float (which would overflow).
+_FLOATS: Final = 2**1000
+
+
+def scaled(count: int, factor: float) -> int:
+    """``count * factor`` rounded up; a count past any float stays as it is."""
+    return math.ceil(count * factor) if count < _FLOATS else count
+
+
+def check_trim_to(trim_to: object, max_tokens: int) -> int | None:
+    """``trim_to`` if it is None or an int from 0 to ``max_tokens``."""
+    if trim_to is None:
+        return None
+    value = check_count(trim_to, "trim_to")
+    if value > max_tokens:
+        msg = f"trim_to ({value}) must be <= max_tokens ({max_tokens})"
+        raise ValueError(msg)
+    return value
+
+
+#: The roles a record may have, and the turn kind of each.
+ROLE_KINDS: Final[Mapping[str, int]] = {
+    "system": PINNED,
+    "developer": PINNED,
+    "user": START,
+    "assistant": REPLY,
+    "tool": CONTINUE,
+    "function": CONTINUE,
+}
 
 
 def plan_trim(
     messages: Sequence[Mapping[str, Any]], max_tokens: int, *, trim_to: int | None = None
 ) -> TrimPlan:
-    """Validate ``messages`` and plan their trim to ``max_tokens``.
+    """Check ``messages`` and plan their trim to ``max_tokens``.
 
-    With ``trim_to``, a history over budget is cut down to about ``trim_to``
-    tokens at a turn boundary that later, longer versions of the history keep
-    (see ``stable``), instead of just under ``max_tokens``.
-
-    Each message is a mapping with ``"role"`` (one of ``ROLE_KINDS``) and
-    ``"tokens"`` (a non-negative int); ``"id"`` is used in error messages and
-    other keys are ignored. Raises ``TypeError``/``ValueError`` naming the
-    offending index, id and field before anything is returned.
+    Each message is a mapping with a ``"role"`` (one of ``ROLE_KINDS``) and
+    ``"tokens"`` (an int >= 0); its ``"id"`` names it in errors. Bad input
+    raises ``TypeError``/``ValueError`` naming the index, the id and the field.
     """
     check_count(max_tokens)
     check_trim_to(trim_to, max_tokens)
-    if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes, bytearray)):
+    if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
         msg = f"messages must be a sequence of mappings, got {type(messages).__name__}"
         raise TypeError(msg)
-    kinds = ROLE_KINDS
-    system = orphan = current = 0
-    starts: list[int] = []
-    turn_costs: list[int] = []
-    pinned: list[int] = []
-    # Validation and grouping are fused into one pass: this loop is the hot path.
+    kinds, tokens = [], []
     for i, message in enumerate(messages):
-        try:
-            role = message["role"]
-            tokens = message["tokens"]
-            kind = kinds[role]
-        except (KeyError, TypeError):
-            kind, tokens = _check_message(i, message)
-        if type(tokens) is not int or tokens < 0 or type(role) is not str:
-            kind, tokens = _check_message(i, message)
-        if kind == START:
-            if starts:
-                turn_costs.append(current)
-            starts.append(i)
-            current = tokens
-        elif kind == PINNED:
-            system += tokens
-            pinned.append(i)
-        elif starts:
-            current += tokens
-        else:
-            orphan += tokens
-    if starts:
-        turn_costs.append(current)
-    previous = None
-    reply = _newest_reply(messages, starts[0] if starts else len(messages))
-    if reply >= 0:
-        tail = [_check_message(i, messages[i]) for i in range(reply, len(messages))]
-        previous = previous_call(
-            starts,
-            turn_costs,
-            system,
-            len(messages),
-            reply,
-            [kind for kind, _ in tail],
-            [tokens for _, tokens in tail],
-        )
-    return plan_turns(
-        len(messages), starts, turn_costs, pinned, system, 0, orphan, max_tokens, trim_to, previous
+        kind, cost = _checked(i, message)
+        kinds.append(kind)
+        tokens.append(cost)
+    return plan(
+        group(kinds), lambda indices: [tokens[i] for i in indices], max_tokens, trim_to=trim_to
     )
 
 
-def _newest_reply(messages: Sequence[Mapping[str, Any]], first_turn: int) -> int:
-    """The index of the newest assistant message after ``first_turn`` (-1: none),
-    looked for from the end (the hot loop above does not track it). The
-    messages were validated: their roles are known."""
-    for i in range(len(messages) - 1, first_turn, -1):
-        if ROLE_KINDS[str.__str__(messages[i]["role"])] == REPLY:
-            return i
-    return -1
-
-
-def _check_message(index: int, message: object) -> tuple[int, int]:
-    """Return a message's kind and tokens, or raise the precise error naming it."""
+def _checked(index: int, message: object) -> tuple[int, int]:
     if not isinstance(message, Mapping):
         msg = f"messages[{index}] must be a mapping, got {type(message).__name__}"
         raise TypeError(msg)
     where = describe(index, message)
-    for field in ("role", "tokens"):
-        if field not in message:
-            msg = f"{where} has no {field!r} field"
+    for key in ("role", "tokens"):
+        if key not in message:
+            msg = f"{where} has no {key!r} field"
             raise ValueError(msg)
     role = message["role"]
-    if not isinstance(role, str):
-        what = f"{type(role).__name__} {safe_repr(role, 80)}"
-        msg = f"{where}: 'role' must be a str, got {what}"
+    if type(role) is not str:
+        msg = f"{where}: 'role' must be a str, got {shown(role)}"
         raise TypeError(msg)
-    role = str.__str__(role)  # a str subclass as the text it holds, whatever it compares like
     if role not in ROLE_KINDS:
-        msg = f"{where}: unknown 'role' {role!r}; accepted roles are {_ACCEPTED_ROLES}"
+        accepted = ", ".join(map(repr, ROLE_KINDS))
+        msg = f"{where}: unknown 'role' {role!r}; accepted roles are {accepted}"
         raise ValueError(msg)
-    tokens = message["tokens"]
-    if not isinstance(tokens, int) or isinstance(tokens, bool):
-        what = f"{type(tokens).__name__} {safe_repr(tokens, 80)}"
-        msg = f"{where}: 'tokens' must be an int, got {what}"
-        raise TypeError(msg)
-    exact = int.__int__(tokens)  # an int subclass as the int it holds
-    if exact < 0:
-        msg = f"{where}: 'tokens' must be >= 0, got {exact}"
-        raise ValueError(msg)
-    return ROLE_KINDS[role], exact
+    return ROLE_KINDS[role], check_count(message["tokens"], f"{where}: 'tokens'")
 
 
 def trim_history(
     messages: Sequence[Mapping[str, Any]], max_tokens: int, *, trim_to: int | None = None
 ) -> list[Mapping[str, Any]]:
-    """Keep the newest whole turns that fit ``max_tokens``, plus every system message.
+    """Keep the newest whole turns that fit ``max_tokens``, and every system message.
 
-    Returns a new list of the original mapping objects in their original order;
-    the input is never mutated.
+    Returns a new list of the original records, in order; the input is never
+    changed.
 
     Examples:
         >>> msgs = [

@@ -1,144 +1,275 @@
-"""``CachedCounter``: a bounded, thread-safe cache of per-message counts."""
+"""The one LRU, and the per-message cache built on it.
+
+``CountCache`` remembers, for each message object it has seen (and while
+that object is alive), its turn kind and count, as long as every field the
+count depends on (``fields_of``) is still the very object it was read from:
+an agent's history is the same objects from one call to the next, so a warm
+call checks identities and counts only what is new. A message in a new
+object with the same content (a history reloaded from a checkpoint, converted
+from dicts again) finds its count again by a digest of those fields.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+import hashlib
+import io
+import pickle
+import threading
+import weakref
+from array import array
+from collections import OrderedDict, deque
+from collections.abc import Hashable, Iterable, Sequence
+from itertools import chain, compress
+from operator import attrgetter, is_
+from typing import Any, Generic, NoReturn, TypeVar, cast
 
 from langchain_core.messages import BaseMessage
 
-from langchain_turntrim._counting.additive import Wrapper, checked_counts, counts_list
-from langchain_turntrim._counting.keys import Fields, fields_keys, frozen_copy, read_fields
-from langchain_turntrim._counting.lru import LRU
-from langchain_turntrim._counting.protocol import TokenCounter, refuse_class
-from langchain_turntrim._messages import check_messages, explain_bad_fields
-from langchain_turntrim._options import DEFAULT_CACHE_SIZE
-from langchain_turntrim._safe_repr import safe_repr
+from langchain_turntrim._anatomy import GETTERS, check, fields_of
+from langchain_turntrim._core import check_count
 
-__all__ = ["CachedCounter"]
+__all__ = ["LRU", "CountCache", "Seen", "digest"]
 
-#: Counts of messages from their classes and ``message_fields`` (see TiktokenCounter).
-FieldsCounter = Callable[[Sequence[type], Sequence[Fields]], list[int]]
+_V = TypeVar("_V")
 
 
-class CachedCounter(Wrapper):
-    """Wraps a ``TokenCounter`` with a bounded, thread-safe cache of per-message counts.
+class LRU(Generic[_V]):
+    """A thread-safe map of at most ``maxsize`` entries; the least recently
+    used leaves first. ``maxsize=0`` keeps nothing."""
 
-    The cache is an LRU of at most ``cache_size`` counts filed by content:
-    ``message_key(message)``, a digest of the class and counted fields
-    (``message_fields``; the content is never copied), so an equal message in
-    a new object (converted from a dict again, restored from a checkpoint) is
-    not tokenized again, and a reassigned field (``message.content = ...``)
-    files the message under a new key. What a trimmer's planner remembers of
-    each history (``HistoryMemo``) is the warm path of an agent loop: the
-    messages it remembers are checked by identity and never looked up here,
-    and the messages such a history gains are counted without a key (they
-    are new: a lookup would miss) and filed here once a plan may look them
-    up (``costs_of(..., cached=False)``, then ``file``).
-
-    The wrapped counter is given a frozen shallow copy of each message it
-    counts (``frozen_copy``): the count is of exactly the fields the key was
-    made from, even if another thread reassigns a field meanwhile. A
-    ``TiktokenCounter`` (not a subclass overriding ``count_each``) counts
-    straight from those fields instead, with no copy. Counting happens
-    outside the cache's lock, so threads never wait on each other's
-    tokenization.
-    """
-
-    caches = True
-
-    def __init__(self, counter: TokenCounter, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
-        refuse_class(counter, "CachedCounter's counter")
-        if not isinstance(counter, TokenCounter):
-            msg = f"CachedCounter wraps a TokenCounter, got {type(counter).__name__}"
-            raise TypeError(msg)
-        self.counter = counter
-        # A counter that counts from message_fields needs no frozen copies.
-        fields_counter = getattr(counter, "_fields_counter", None)
-        self._count_fields: FieldsCounter | None = (
-            fields_counter() if callable(fields_counter) else None
-        )
-        self._cache: LRU[int] = LRU(cache_size, "cache_size")
-
-    @property
-    def cache_size(self) -> int:
-        return self._cache.maxsize
+    def __init__(self, maxsize: int, name: str = "cache_size") -> None:
+        self.maxsize = check_count(maxsize, name)
+        self._data: OrderedDict[Hashable, _V] = OrderedDict()
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        """Number of cached counts."""
-        return len(self._cache)
+        return len(self._data)
+
+    def get_many(self, keys: Sequence[Hashable | None]) -> list[_V | None]:
+        data = self._data
+        with self._lock:
+            found = list(map(data.get, keys))  # a None key finds nothing
+            deque(map(data.move_to_end, compress(keys, found)), maxlen=0)  # in C
+        return found
+
+    def get(self, key: Hashable | None) -> _V | None:
+        return self.get_many([key])[0]
+
+    def put_many(self, items: Iterable[tuple[Hashable | None, _V]]) -> None:
+        if not self.maxsize:
+            return
+        data = self._data
+        with self._lock:
+            for key, value in items:
+                if key is None:
+                    continue
+                data[key] = value
+                data.move_to_end(key)
+                if len(data) > self.maxsize:
+                    data.popitem(last=False)
+
+    def touch(self, keys: Iterable[Hashable]) -> None:
+        """Mark ``keys`` used now (those still held)."""
+        data = self._data
+        with self._lock:
+            try:
+                deque(map(data.move_to_end, keys), maxlen=0)  # in C
+            except KeyError:  # some left meanwhile
+                for key in keys:
+                    if key in data:
+                        data.move_to_end(key)
+
+    def discard(self, key: Hashable, value: _V) -> None:
+        """Remove ``key`` if it still holds ``value``."""
+        with self._lock:
+            if self._data.get(key) is value:
+                del self._data[key]
 
     def clear(self) -> None:
-        self._cache.clear()
+        with self._lock:
+            self._data.clear()
 
-    def count_each(self, messages: Sequence[BaseMessage]) -> list[int]:
-        check_messages(messages)
-        with explain_bad_fields(messages):
-            return self.costs_of(messages, read_fields(messages, range(len(messages)))[1])
 
-    def costs(self, messages: Sequence[BaseMessage]) -> list[int]:
-        return self.count_each(messages)  # checked by the cache
+class Seen(weakref.ref):  # type: ignore[type-arg]
+    """What is known of one message object while it lives: the fields it was
+    read with, its turn kind, and its count and ``links`` (None until read)."""
 
-    def costs_of(
-        self, messages: Sequence[BaseMessage], fields: Sequence[Fields], *, cached: bool = True
+    __slots__ = ("count", "fields", "key", "kind", "links")
+    count: int | None
+    fields: tuple[Any, ...]
+    key: int
+    kind: int
+    links: tuple[str, ...] | None
+
+
+class CountCache:
+    """Kinds and counts of messages, by object, then by content (see the module).
+
+    At most ``maxsize`` message objects and ``maxsize`` contents are
+    remembered (``maxsize=0``: none); a message's entry goes when it is garbage
+    collected. ``by_content``: counts are also filed by a 16-byte digest of
+    their fields, for a counter whose counting costs more than the digest.
+    """
+
+    def __init__(self, maxsize: int, *, by_content: bool = True) -> None:
+        self._seen: LRU[Seen] = LRU(maxsize)
+        self._counts: LRU[int] | None = LRU(maxsize) if by_content else None
+        self._gone: deque[Seen] = deque()
+
+        #: The last history scanned, checked again in a few C-level passes.
+        self._last: _History | None = None
+
+        def died(seen: Seen) -> None:  # its fields go with it, its entry at the next scan
+            seen.fields = ()
+            self._last = None
+            self._gone.append(seen)
+
+        self._died = died
+
+    def __len__(self) -> int:
+        """Message objects remembered."""
+        return len(self._seen)
+
+    def clear(self) -> None:
+        self._last = None
+        self._seen.clear()
+        if self._counts is not None:
+            self._counts.clear()
+
+    def scan(self, messages: Sequence[BaseMessage]) -> list[Seen]:
+        """What is known of each message: remembered, or checked now (``check``
+        raises naming the first bad one)."""
+        while self._gone:
+            dead = self._gone.popleft()
+            self._seen.discard(dead.key, dead)
+        last = self._last
+        head = last.entries if last is not None and last.holds(messages) else []
+        if head:  # an agent's history again, grown: its known messages kept their place
+            self._seen.touch(map(id, messages[: len(head)]))
+        found = head + self._seen.get_many(list(map(id, messages[len(head) :])))
+        new = []
+        getters = GETTERS
+        for i in range(len(head), len(messages)):
+            message, known = messages[i], found[i]
+            if (
+                known is not None
+                and known() is message
+                and all(map(is_, getters[type(message)](message.__dict__), known.fields))
+            ):
+                continue
+            kind = check(i, message)
+            seen = found[i] = Seen(message, self._died)
+            seen.fields, seen.kind, seen.key = fields_of(message), kind, id(message)
+            seen.count = seen.links = None
+            new.append((seen.key, seen))
+        self._seen.put_many(new)
+        entries = cast("list[Seen]", found)
+        if len(messages) <= self._seen.maxsize:  # the bound holds for it too
+            self._last = _History.of(messages, entries, last if head else None)
+        return entries
+
+    def counts(
+        self,
+        count_each: Any,
+        seen: Sequence[Seen],
+        indices: Sequence[int],
     ) -> list[int]:
-        """The checked counts of ``messages``, whose ``message_fields`` were read
-        as ``fields`` (one read: the key and the count are both made from it).
-        ``cached=False``: counted without keys (no digest), for the caller to
-        ``file`` when a later lookup may need them."""
-        if not cached:
-            every = list(range(len(messages)))
-            return checked_counts(self._fresh(messages, fields, every), messages, self.counter)
-        keys = fields_keys(list(map(type, messages)), fields)
-        counts = self._cache.get_many(keys)
-        missing = [j for j, count in enumerate(counts) if count is None]
+        """The counts of the messages ``seen`` at ``indices``, by ``count_each``
+        (given the indices nothing remembers, and the fields they were read
+        with: the count is of those) for the rest."""
+        counts = [seen[i].count for i in indices]
+        missing = [j for j, found in enumerate(counts) if found is None]
         if not missing:
             return counts  # type: ignore[return-value]
-        for j, value in zip(missing, self._fresh(messages, fields, missing), strict=True):
-            counts[j] = value
-        checked = checked_counts(counts, messages, self.counter)
-        self._cache.put_many([(keys[j], checked[j]) for j in missing])
-        return checked
+        keys: list[Any] = [None] * len(missing)
+        if self._counts is not None:
+            keys = [_key(seen[indices[j]]) for j in missing]
+            for j, found in zip(missing, self._counts.get_many(keys), strict=True):
+                counts[j] = found
+        todo = [j for j in missing if counts[j] is None]
+        if todo:
+            where = [indices[j] for j in todo]
+            fields = [seen[i].fields for i in where]
+            for j, value in zip(todo, count_each(where, fields), strict=True):
+                counts[j] = value
+        done = cast("list[int]", counts)
+        for j in missing:
+            seen[indices[j]].count = done[j]
+        if self._counts is not None:
+            self._counts.put_many(zip(keys, (done[j] for j in missing), strict=False))
+        return done
 
-    def file(
-        self, classes: Sequence[type], fields: Sequence[Fields], counts: Sequence[int]
-    ) -> None:
-        """File checked ``counts`` made by ``costs_of(..., cached=False)``."""
-        keys = fields_keys(classes, fields)
-        self._cache.put_many(list(zip(keys, counts, strict=True)))
 
-    def _fresh(
-        self, messages: Sequence[BaseMessage], fields: Sequence[Fields], missing: list[int]
-    ) -> list[Any]:
-        """``_count_missing``, one count per missing message, or raise."""
-        fresh = self._count_missing(messages, fields, missing)
-        if len(fresh) != len(missing):
-            msg = (
-                f"{safe_repr(self.counter)} returned {len(fresh)} counts "
-                f"for {len(missing)} messages"
+class _History:
+    """A history's messages, as ``Seen`` entries, grouped by their fields'
+    getter: that its messages are the same objects with the same fields is a
+    few C-level passes over them, as the least an agent loop must check."""
+
+    __slots__ = ("entries", "groups")
+
+    def __init__(self, entries: list[Seen], groups: dict[Any, array[int]]) -> None:
+        self.entries, self.groups = entries, groups
+
+    @classmethod
+    def of(
+        cls, messages: Sequence[BaseMessage], entries: list[Seen], head: _History | None
+    ) -> _History:
+        """``messages``' history, ``head`` (their beginning) extended."""
+        start = 0 if head is None else len(head.entries)
+        groups = {} if head is None else {g: array("q", p) for g, p in head.groups.items()}
+        for i in range(start, len(messages)):
+            getter = GETTERS[type(messages[i])]
+            places = groups.get(getter)
+            if places is None:
+                places = groups[getter] = array("q")
+            places.append(i)
+        return cls(entries, groups)
+
+    def holds(self, messages: Sequence[BaseMessage]) -> bool:
+        """Whether ``messages`` begins with this history, every field unchanged."""
+        entries = self.entries
+        if len(messages) < len(entries) or not all(map(is_, map(_referent, entries), messages)):
+            return False
+        now, then = messages.__getitem__, entries.__getitem__
+        return all(
+            all(
+                map(
+                    is_,
+                    chain.from_iterable(map(getter, map(vars, map(now, places)))),
+                    chain.from_iterable(map(_fields, map(then, places))),
+                )
             )
-            raise ValueError(msg)
-        return fresh
+            for getter, places in self.groups.items()
+        )
 
-    def _count_missing(
-        self, messages: Sequence[BaseMessage], fields: Sequence[Fields], missing: list[int]
-    ) -> list[Any]:
-        """Counts of exactly the ``fields`` read, whatever is assigned meanwhile."""
-        if self._count_fields is not None:
-            classes = [type(messages[j]) for j in missing]
-            return self._count_fields(classes, [fields[j] for j in missing])
-        copies = [frozen_copy(messages[j], fields[j]) for j in missing]
-        try:
-            return counts_list(self.counter.count_each(copies), self.counter)
-        except (TypeError, ValueError):
-            if len(missing) < len(messages):
-                # Its errors name a message by its index: give it every message.
-                self.counter.count_each(list(map(frozen_copy, messages, fields)))
-            raise
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Copies and pickles start with an empty cache (a lock cannot be copied)."""
-        return (type(self), (self.counter, self.cache_size))
+_fields = attrgetter("fields")
+_referent = weakref.ref.__call__
 
-    def __repr__(self) -> str:
-        return f"CachedCounter({safe_repr(self.counter)}, cache_size={self.cache_size})"
+
+def _key(seen: Seen) -> tuple[type, bytes] | None:
+    message = seen()
+    fingerprint = digest(seen.fields)
+    return None if message is None or fingerprint is None else (type(message), fingerprint)
+
+
+class _Plain(pickle.Pickler):
+    """Pickles only the exact types JSON and messages are made of: the C pickler
+    handles those itself and asks ``reducer_override`` about anything else."""
+
+    def reducer_override(self, obj: object) -> NoReturn:
+        raise TypeError(type(obj).__name__)
+
+
+def digest(value: object) -> bytes | None:
+    """A 16-byte digest of ``value``, equal only for equal values of the same
+    exact types all the way down (``1``, ``1.0`` and ``True`` differ, and so do
+    dict orders); None when it holds anything else, or nests too deep."""
+    buffer = io.BytesIO()
+    pickler = _Plain(buffer, protocol=5)
+    pickler.fast = True  # no memo: equal values pickle alike, whatever they share
+    try:
+        pickler.dump(value)
+    except (TypeError, RecursionError, pickle.PicklingError, ValueError):
+        return None
+    return hashlib.blake2b(buffer.getbuffer(), digest_size=16).digest()

@@ -1,12 +1,7 @@
-"""OpenAI's chat token counting, offline: the rules ``TiktokenCounter`` follows.
+"""OpenAI's chat token counting, exact and offline: ``TiktokenCounter`` counts
+as ``ChatOpenAI`` does, and prices images and tool schemas as OpenAI documents."""
 
-* ``counter``: ``TiktokenCounter``, ChatOpenAI's count per message;
-* ``chat``: the per-message and per-request constants, and ``PlainCounter``
-  (the same counts of plain message dicts, without LangChain);
-* ``images``, ``tools``: what images and tool schemas add to a request;
-* ``models``: which encoding a model name uses;
-* ``encodings``: loading an encoding from tiktoken's cache, else a bounded download.
+from langchain_turntrim._counting.openai.counter import TiktokenCounter
+from langchain_turntrim._counting.openai.encodings import EncodingUnavailableError
 
-Nothing is imported here: ``chat`` must load without LangChain (the
-``turntrim`` command's plain path), and tiktoken only when a counter is built.
-"""
+__all__ = ["EncodingUnavailableError", "TiktokenCounter"]

@@ -1,16 +1,12 @@
-"""What OpenAI charges for an image in a chat request: its size, ``detail`` and model.
-
-Two documented formulas (OpenAI's vision guide, "Calculating costs"):
+"""What OpenAI charges for an image, by the vision guide's "Calculating costs".
 
 * tiles: ``"low"`` costs ``base``; ``"high"`` and ``"auto"`` fit the image in
-  2048x2048, shrink its shortest side to 768 if longer, then cost ``base``
-  plus ``tile`` per 512-pixel tile;
-* patches (gpt-4.1-mini, gpt-4.1-nano, o4-mini): the 32-pixel patches that
-  cover the image, scaled down to fit at most 1536, times a model multiplier
-  (rounded up); ``detail`` is not used.
+  2048x2048, shrink its shortest side to 768, then cost ``base`` plus
+  ``tile`` per 512-pixel tile;
+* patches (gpt-4.1-mini, gpt-4.1-nano, o4-mini): the 32-pixel patches
+  covering the image scaled to at most 1536 of them, times a multiplier.
 
-Sizes are read from the image's header (PNG, JPEG, GIF, WebP), never by
-fetching a URL.
+A size is read from the image's header (PNG, JPEG, GIF, WebP): a URL is never fetched.
 """
 
 from __future__ import annotations
@@ -25,106 +21,75 @@ from langchain_core.messages import is_data_content_block
 
 __all__ = ["ImagePricing", "image_pricing", "image_size", "image_source"]
 
-#: (model prefix, multiplier) of the patch-priced models, most specific first.
-PATCH_MODELS: Final = (("gpt-4.1-mini", 1.62), ("gpt-4.1-nano", 2.46), ("o4-mini", 1.72))
-#: (model prefix, base, tile) of the tile-priced models, most specific first.
-TILE_MODELS: Final = (
-    ("gpt-4o-mini", 2833, 5667),
-    ("gpt-4o", 85, 170),
-    ("gpt-4.1", 85, 170),
-    ("gpt-4-turbo", 85, 170),
-    ("gpt-4", 85, 170),
+#: (model prefix, base, tile, patch multiplier), most specific first; others cost gpt-4o's.
+PRICES: Final = (
+    ("gpt-4.1-mini", 0, 0, 1.62),
+    ("gpt-4.1-nano", 0, 0, 2.46),
+    ("o4-mini", 0, 0, 1.72),
+    ("gpt-4o-mini", 2833, 5667, 0.0),
+    ("", 85, 170, 0.0),
 )
-#: Every other model (and a counter built from an encoding): gpt-4o's prices.
-DEFAULT_TILE: Final = (85, 170)
 MAX_PATCHES: Final = 1536
-PATCH: Final = 32
-TILE: Final = 512
-# The largest tile grid the formula leaves: 768x2048 after resizing, 2 x 4 tiles.
+#: The largest grid the tile formula leaves: 768x2048 after resizing, 2 x 4 tiles.
 MAX_TILES: Final = 8
 
 
 @dataclass(frozen=True)
 class ImagePricing:
-    """How one model prices images: tiles (``base``, ``tile``) or patches (``multiplier``)."""
+    """How one model prices images: by tiles (``base``, ``tile``) or patches (``multiplier``)."""
 
-    base: int = 0
-    tile: int = 0
-    multiplier: float = 0.0
-
-    @property
-    def patches(self) -> bool:
-        return self.multiplier > 0
+    base: int
+    tile: int
+    multiplier: float
 
     def tokens(self, width: int, height: int, detail: str) -> int:
         """An image of ``width`` x ``height`` pixels at ``detail``."""
-        if self.patches:
+        if self.multiplier:
             return math.ceil(_patches(width, height) * self.multiplier)
         if detail == "low":
             return self.base
-        width, height = _resize(width, height)
-        return self.base + self.tile * math.ceil(width / TILE) * math.ceil(height / TILE)
+        if width > 2048 or height > 2048:  # noqa: PLR2004 - fit in 2048 x 2048
+            side = max(width, height)
+            width, height = width * 2048 // side, height * 2048 // side
+        if width > 768 and height > 768:  # noqa: PLR2004 - then the shortest side to 768
+            side = min(width, height)
+            width, height = width * 768 // side, height * 768 // side
+        return self.base + self.tile * math.ceil(width / 512) * math.ceil(height / 512)
 
     def low(self) -> int | None:
         """What a ``"low"``-detail image costs whatever its size (None: it depends)."""
-        return None if self.patches else self.base
+        return None if self.multiplier else self.base
 
     def most(self) -> int:
-        """The most one image can cost under the formula."""
-        if self.patches:
+        """The most one image can cost."""
+        if self.multiplier:
             return math.ceil(MAX_PATCHES * self.multiplier)
         return self.base + self.tile * MAX_TILES
 
 
 def image_pricing(model: str | None) -> ImagePricing:
-    """The pricing of ``model`` (fine-tunes by their base); gpt-4o's for others."""
+    """The pricing of ``model`` (a fine-tune's by its base); gpt-4o's for others."""
     name = (model or "").lower()
     if name.startswith("ft:"):
         name = name[3:].partition(":")[0]
-    for prefix, multiplier in PATCH_MODELS:
-        if name.startswith(prefix):
-            return ImagePricing(multiplier=multiplier)
-    for prefix, base, tile in TILE_MODELS:
-        if name.startswith(prefix):
-            return ImagePricing(base, tile)
-    return ImagePricing(*DEFAULT_TILE)
-
-
-def _resize(width: int, height: int) -> tuple[int, int]:
-    """Fit in 2048x2048, then shortest side to 768 (never enlarged), as ChatOpenAI does."""
-    if width > 2048 or height > 2048:  # noqa: PLR2004
-        if width > height:
-            width, height = 2048, height * 2048 // width
-        else:
-            width, height = width * 2048 // height, 2048
-    if width > 768 and height > 768:  # noqa: PLR2004
-        if width > height:
-            width, height = width * 768 // height, 768
-        else:
-            width, height = 768, height * 768 // width
-    return width, height
+    return next(ImagePricing(b, t, m) for prefix, b, t, m in PRICES if name.startswith(prefix))
 
 
 def _patches(width: int, height: int) -> int:
-    covering = math.ceil(width / PATCH) * math.ceil(height / PATCH)
+    covering = math.ceil(width / 32) * math.ceil(height / 32)
     if covering <= MAX_PATCHES:
         return covering
-    shrink = math.sqrt(PATCH * PATCH * MAX_PATCHES / (width * height))
-    w, h = width * shrink / PATCH, height * shrink / PATCH
+    shrink = math.sqrt(32 * 32 * MAX_PATCHES / (width * height))
+    w, h = width * shrink / 32, height * shrink / 32
     shrink *= min(math.floor(w) / w, math.floor(h) / h)
     # The scaled sides are whole patches up to float error: never round that up.
-    w, h = width * shrink / PATCH - 1e-9, height * shrink / PATCH - 1e-9
+    w, h = width * shrink / 32 - 1e-9, height * shrink / 32 - 1e-9
     return min(math.ceil(w) * math.ceil(h), MAX_PATCHES)
 
 
-# --- sizes from headers ---------------------------------------------------------------
-
-_PNG: Final = b"\x89PNG\r\n\x1a\n"
-# JPEG start-of-frame markers (baseline, progressive, lossless, arithmetic).
-_SOF: Final = frozenset({*range(0xC0, 0xC4), *range(0xC5, 0xC8), *range(0xC9, 0xCC)}) | frozenset(
-    range(0xCD, 0xD0)
-)
-_HEAD_CHARS: Final = 4096  # base64 characters decoded first: every header but JPEG's
+#: JPEG start-of-frame markers: 0xC0 to 0xCF but DHT, JPG and DAC.
+_SOF: Final = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+_HEAD: Final = 4096  # base64 characters decoded first: enough for every header but JPEG's
 
 
 def image_size(data: str) -> tuple[int, int] | None:
@@ -133,76 +98,60 @@ def image_size(data: str) -> tuple[int, int] | None:
         meta, comma, data = data.partition(",")
         if not comma or not meta.endswith(";base64"):
             return None
-    head = _decode(data[:_HEAD_CHARS])
-    if head is None:
-        return None
+    head = _decode(data[:_HEAD])
     size = _size(head)
-    if size is None and head.startswith(b"\xff\xd8") and len(data) > _HEAD_CHARS:
-        whole = _decode(data)
-        size = None if whole is None else _jpeg(whole)
-    return size
+    if size is None and head.startswith(b"\xff\xd8") and len(data) > _HEAD:
+        size = _jpeg(_decode(data))
+    return size if size and min(size) > 0 else None
 
 
-def _decode(text: str) -> bytes | None:
+def _decode(text: str) -> bytes:
     text = "".join(text.split())
-    text = text[: len(text) - len(text) % 4]
     try:
-        return binascii.a2b_base64(text)
+        return binascii.a2b_base64(text[: len(text) - len(text) % 4])
     except (binascii.Error, ValueError):
-        return None
+        return b""
 
 
 def _size(b: bytes) -> tuple[int, int] | None:
-    if b.startswith(_PNG) and b[12:16] == b"IHDR" and len(b) >= 24:  # noqa: PLR2004
-        return _positive(*struct.unpack(">II", b[16:24]))
-    if b[:6] in (b"GIF87a", b"GIF89a") and len(b) >= 10:  # noqa: PLR2004
-        return _positive(*struct.unpack("<HH", b[6:10]))
-    if b[:4] == b"RIFF" and b[8:12] == b"WEBP":
-        return _webp(b)
+    if b.startswith(b"\x89PNG\r\n\x1a\n") and b[12:16] == b"IHDR" and len(b) >= 24:  # noqa: PLR2004
+        return struct.unpack(">II", b[16:24])
+    if b[:6] in {b"GIF87a", b"GIF89a"} and len(b) >= 10:  # noqa: PLR2004
+        return struct.unpack("<HH", b[6:10])
     if b.startswith(b"\xff\xd8"):
         return _jpeg(b)
-    return None
-
-
-def _positive(width: int, height: int) -> tuple[int, int] | None:
-    return (width, height) if width > 0 and height > 0 else None
-
-
-def _webp(b: bytes) -> tuple[int, int] | None:
-    chunk = b[12:16]
-    if chunk == b"VP8 " and len(b) >= 30 and b[23:26] == b"\x9d\x01\x2a":  # noqa: PLR2004
+    if b[:4] != b"RIFF" or b[8:12] != b"WEBP" or len(b) < 25:  # noqa: PLR2004
+        return None
+    chunk, full = b[12:16], len(b) >= 30  # noqa: PLR2004
+    if chunk == b"VP8 " and full and b[23:26] == b"\x9d\x01\x2a":
         width, height = struct.unpack("<HH", b[26:30])
-        return _positive(width & 0x3FFF, height & 0x3FFF)
-    if chunk == b"VP8L" and len(b) >= 25 and b[20] == 0x2F:  # noqa: PLR2004
+        return (width & 0x3FFF, height & 0x3FFF)
+    if chunk == b"VP8L" and b[20] == 0x2F:  # noqa: PLR2004
         bits = int.from_bytes(b[21:25], "little")
-        return _positive((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1)
-    if chunk == b"VP8X" and len(b) >= 30:  # noqa: PLR2004
-        width = int.from_bytes(b[24:27], "little") + 1
-        return _positive(width, int.from_bytes(b[27:30], "little") + 1)
+        return ((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1)
+    if chunk == b"VP8X" and full:
+        return (int.from_bytes(b[24:27], "little") + 1, int.from_bytes(b[27:30], "little") + 1)
     return None
 
 
 def _jpeg(b: bytes) -> tuple[int, int] | None:
     i = 2
-    while i + 4 <= len(b):
-        if b[i] != 0xFF:  # noqa: PLR2004
-            return None
+    while i + 4 <= len(b) and b[i] == 0xFF:  # noqa: PLR2004
         marker = b[i + 1]
-        if marker == 0xFF:  # noqa: PLR2004 - fill byte
+        if marker == 0xFF:  # noqa: PLR2004 - a fill byte
             i += 1
-            continue
-        if marker in (0x01, *range(0xD0, 0xD8)):  # standalone markers, no length
+        elif marker in {0x01, *range(0xD0, 0xD8)}:  # standalone markers, no length
             i += 2
-            continue
-        length = int.from_bytes(b[i + 2 : i + 4], "big")
-        if marker in _SOF:
+        elif marker in _SOF:
             if i + 9 > len(b):
                 return None
             height, width = struct.unpack(">HH", b[i + 5 : i + 9])
-            return _positive(width, height)
-        if marker == 0xDA or length < 2:  # noqa: PLR2004 - scan data: no frame header found
-            return None
-        i += 2 + length
+            return (width, height)
+        else:
+            length = int.from_bytes(b[i + 2 : i + 4], "big")
+            if marker == 0xDA or length < 2:  # noqa: PLR2004 - scan data before any frame header
+                return None
+            i += 2 + length
     return None
 
 
@@ -212,9 +161,8 @@ def _data_url(url: object) -> object:
 
 
 def image_source(block: dict[str, Any]) -> tuple[object, str] | None:
-    """An image block's base64 data (None for a URL or a file id) and its
-    detail; None where ChatOpenAI drops the block (an Anthropic-style
-    unusable source)."""
+    """An image block's base64 data (None for a URL or a file id) and detail;
+    None where ChatOpenAI drops the block (an Anthropic-style unusable source)."""
     if block.get("type") == "image_url":
         spec = block.get("image_url")
         if isinstance(spec, dict):
