@@ -1,37 +1,25 @@
 """ChatPromptTemplate | TurnTrimmer | model: the model sees the newest whole turns."""
 
+from itertools import cycle
+
 from langchain_core.language_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 
 from langchain_turntrim import TurnTrimmer
 
 prompt = ChatPromptTemplate.from_messages(
-    [
-        ("system", "You are a concise travel assistant."),
-        MessagesPlaceholder("history"),
-        ("human", "{question}"),
-    ]
+    [("system", "You are a travel assistant."), MessagesPlaceholder("history"), ("human", "{q}")]
 )
-trimmer = TurnTrimmer(max_tokens=120)  # LangChain's count_tokens_approximately
-model = GenericFakeChatModel(messages=iter(["Lisbon in May: mild, sunny, few crowds."]))
+trimmer = TurnTrimmer(max_tokens=120)  # token_counter="approximate"
+model = GenericFakeChatModel(messages=cycle(["Lisbon in May: mild and sunny."]))
 chain = prompt | trimmer | model
 
-history = []
+history: list[BaseMessage] = []
 for city in ["Paris", "Rome", "Oslo", "Vienna", "Prague", "Madrid"]:
-    history.append(HumanMessage(f"What should I see in {city}?"))
-    history.append(AIMessage(f"In {city}: the old town, a museum or two, and the river."))
-inputs = {"history": history, "question": "And Lisbon, in May?"}
+    history += [HumanMessage(f"What to see in {city}?"), AIMessage(f"{city}: the old town.")]
+inputs = {"history": history, "q": "And Lisbon, in May?"}
 
-# What the model gets: the prompt's messages, trimmed.
-report = trimmer.trim_with_report(prompt.invoke(inputs))
-plan = report.plan
-print(f"prompt: {plan.size} messages, {plan.turns} turns, {plan.tokens_before} tokens")
-print(
-    f"kept {plan.kept_turns} turns ({len(report.kept)} messages), dropped {plan.dropped_turns}: "
-    f"{plan.tokens_after} tokens, budget {plan.max_tokens}"
-)
-for message in report.kept:
-    print(f"  {message.type:>6}: {message.text}")
-
+report = trimmer.trim_with_report(prompt.invoke(inputs))  # what the model is sent
+print(f"kept {report.kept_turns} of {report.turns} turns, {report.tokens_after} tokens <= 120")
 print("model:", chain.invoke(inputs).text)

@@ -1,4 +1,4 @@
-"""Trim the spec's sample history to 100 tokens and print the kept ids."""
+"""The rule on plain records: trim the spec's sample history to 100 tokens."""
 
 from langchain_turntrim import plan_trim, trim_history
 
@@ -10,11 +10,6 @@ history = [
     {"id": "a2", "role": "assistant", "tokens": 25},
 ]
 
-kept = trim_history(history, max_tokens=100)
-print("kept:", [m["id"] for m in kept])
-
+print("kept:", [m["id"] for m in trim_history(history, max_tokens=100)])
 plan = plan_trim(history, max_tokens=100)
-print(
-    f"dropped {plan.dropped_turns} of {plan.turns} turns; "
-    f"tokens {plan.tokens_before} -> {plan.tokens_after} (budget {plan.max_tokens})"
-)
+print(f"dropped {plan.dropped_turns} of {plan.turns} turns: {plan.tokens_after} tokens <= 100")
