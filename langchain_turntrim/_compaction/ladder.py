@@ -135,9 +135,13 @@ class _Ladder:
             excess = total - room
             droppable = self.next < len(self.steps) - 1
             step = self.steps[self.next] if droppable else []
+            # A step goes when it is at most twice the excess, or nothing is left
+            # to cut (the largest message is only looked for then: once a step).
+            if droppable and sum(s.tokens for s in step) <= 2 * excess:
+                total -= self._drop(step)
+                continue
             largest = self._largest()
-            # A step goes when it is at most twice the excess, or nothing is left to cut.
-            if droppable and (largest is None or sum(s.tokens for s in step) <= 2 * excess):
+            if droppable and largest is None:
                 total -= self._drop(step)
             elif largest is not None:
                 total -= self._truncate(largest, largest.tokens - excess)
