@@ -143,7 +143,7 @@ class TurnTrimMiddleware(AgentMiddleware):
         """This call (its trimmer and what it knows of its cache), and its attempts."""
         trimmer = self.trimmer_for(getattr(request, "model", None))
         recovery = self._recovery.setdefault(trimmer, Recovery())
-        thread = self._clock.thread(_thread_id())
+        thread = self._clock.thread(_thread_id(request))
         cache = self._clock.call(thread, self._price(request), _planned(request))
         return _Call(request, trimmer, thread, cache), Attempts(trimmer, recovery)
 
@@ -244,8 +244,12 @@ def _rebuilt(
     return middleware
 
 
-def _thread_id() -> Hashable:
-    """The ``thread_id`` of the agent run this executes in (None outside one)."""
-    configurable = ensure_config().get("configurable") or {}
-    thread: Hashable = configurable.get("thread_id")
+def _thread_id(request: ModelRequest) -> Hashable:
+    """The ``thread_id`` of the agent run the request is made in (None outside
+    one): its runtime's, which async hooks have on Python 3.10 too, else the
+    run's config."""
+    info = getattr(getattr(request, "runtime", None), "execution_info", None)
+    thread: Hashable = getattr(info, "thread_id", None)
+    if thread is None:
+        thread = (ensure_config().get("configurable") or {}).get("thread_id")
     return thread

@@ -31,6 +31,7 @@ from langchain_turntrim.cache_pricing import (
     CacheTotals,
     cache_price_for,
 )
+from tests.conftest import NO_ASYNC_RUN_CONTEXT
 
 
 def length(message: BaseMessage) -> int:
@@ -393,7 +394,7 @@ def question(i: int, size: int = 400) -> HumanMessage:
     return HumanMessage(f"q{i} " + "z" * size)
 
 
-@pytest.mark.parametrize("how", ["sync", "async"])
+@pytest.mark.parametrize("how", ["sync", pytest.param("async", marks=NO_ASYNC_RUN_CONTEXT)])
 def test_a_cold_call_cuts_at_once_and_warm_calls_keep_its_cut(
     how: str, idle: Callable[[float], None]
 ) -> None:
@@ -483,7 +484,7 @@ def conversation(agent: Agent, idle: Callable[[float], None]) -> None:
 
 
 @pytest.mark.parametrize("style", ["usage", "anthropic", "openai"])
-@pytest.mark.parametrize("how", ["sync", "async"])
+@pytest.mark.parametrize("how", ["sync", pytest.param("async", marks=NO_ASYNC_RUN_CONTEXT)])
 def test_cache_totals_add_up_what_the_provider_reports(
     style: str, how: str, idle: Callable[[float], None]
 ) -> None:

@@ -43,6 +43,7 @@ from langchain_turntrim import (
     TurnTrimStateMiddleware,
     per_list,
 )
+from tests.conftest import NO_ASYNC_RUN_CONTEXT
 
 #: A system prompt and a tool of a few hundred tokens each: what a trim that
 #: forgot them would get wrong.
@@ -161,11 +162,6 @@ def run(request: pytest.FixtureRequest) -> Run:
 
 #: Before Python 3.11 an asyncio task cannot be given a context, so LangGraph
 #: runs an async hook outside the run's context: no run to send an event to.
-NO_ASYNC_RUN_CONTEXT = pytest.mark.xfail(
-    sys.version_info < (3, 11), reason="async hooks lose the run's context", strict=True
-)
-
-
 @pytest.fixture(params=[_invoke, pytest.param(_ainvoke, marks=NO_ASYNC_RUN_CONTEXT)])
 def traced_run(request: pytest.FixtureRequest) -> Run:
     return request.param  # type: ignore[no-any-return]
@@ -484,7 +480,9 @@ class Events(BaseCallbackHandler):
         return [data for name, data in self.events if name == "turntrim"]
 
 
-def test_a_routed_call_is_sized_for_the_model_it_goes_to(run: Run) -> None:
+def test_a_routed_call_is_sized_for_the_model_it_goes_to(traced_run: Run) -> None:
+    run = traced_run
+
     def provider(messages: list[BaseMessage]) -> int:
         return round(1.3 * approximate(messages))
 

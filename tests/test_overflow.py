@@ -27,6 +27,7 @@ from langchain_turntrim import (
     TurnTrimOverflowError,
     TurnTrimStateMiddleware,
 )
+from tests.conftest import NO_ASYNC_RUN_CONTEXT
 from tests.providers import check_request
 from tests.test_middleware import (
     Events,
@@ -356,7 +357,9 @@ def windowed(**fields: Any) -> WindowedModel:
 
 @pytest.mark.parametrize("style", ["langchain", "anthropic"])
 @pytest.mark.parametrize("middleware_class", [TurnTrimMiddleware, TurnTrimStateMiddleware])
-@pytest.mark.parametrize("run", [_invoke, _ainvoke], ids=["invoke", "ainvoke"])
+@pytest.mark.parametrize(
+    "run", [_invoke, pytest.param(_ainvoke, marks=NO_ASYNC_RUN_CONTEXT)], ids=["invoke", "ainvoke"]
+)
 def test_an_agent_on_a_provider_counting_30_percent_more_completes(
     run: Any, middleware_class: type[TurnTrimMiddleware], style: str
 ) -> None:
