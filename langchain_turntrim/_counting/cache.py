@@ -16,11 +16,10 @@ import io
 import pickle
 import threading
 import weakref
-from array import array
 from collections import OrderedDict, deque
 from collections.abc import Hashable, Iterable, Sequence
-from itertools import chain, compress
-from operator import attrgetter, is_
+from itertools import compress
+from operator import is_
 from typing import Any, Generic, NoReturn, TypeVar, cast
 
 from langchain_core.messages import BaseMessage
@@ -68,17 +67,6 @@ class LRU(Generic[_V]):
                 if len(data) > self.maxsize:
                     data.popitem(last=False)
 
-    def touch(self, keys: Iterable[Hashable]) -> None:
-        """Mark ``keys`` used now (those still held)."""
-        data = self._data
-        with self._lock:
-            try:
-                deque(map(data.move_to_end, keys), maxlen=0)  # in C
-            except KeyError:  # some left meanwhile
-                for key in keys:
-                    if key in data:
-                        data.move_to_end(key)
-
     def discard(self, key: Hashable, value: _V) -> None:
         """Remove ``key`` if it still holds ``value``."""
         with self._lock:
@@ -116,12 +104,8 @@ class CountCache:
         self._counts: LRU[int] | None = LRU(maxsize) if by_content else None
         self._gone: deque[Seen] = deque()
 
-        #: The last history scanned, checked again in a few C-level passes.
-        self._last: _History | None = None
-
         def died(seen: Seen) -> None:  # its fields go with it, its entry at the next scan
             seen.fields = ()
-            self._last = None
             self._gone.append(seen)
 
         self._died = died
@@ -131,7 +115,6 @@ class CountCache:
         return len(self._seen)
 
     def clear(self) -> None:
-        self._last = None
         self._seen.clear()
         if self._counts is not None:
             self._counts.clear()
@@ -142,15 +125,10 @@ class CountCache:
         while self._gone:
             dead = self._gone.popleft()
             self._seen.discard(dead.key, dead)
-        last = self._last
-        head = last.entries if last is not None and last.holds(messages) else []
-        if head:  # an agent's history again, grown: its known messages kept their place
-            self._seen.touch(map(id, messages[: len(head)]))
-        found = head + self._seen.get_many(list(map(id, messages[len(head) :])))
+        found = self._seen.get_many(list(map(id, messages)))
         new = []
         getters = GETTERS
-        for i in range(len(head), len(messages)):
-            message, known = messages[i], found[i]
+        for i, message, known in zip(range(len(messages)), messages, found, strict=True):
             if (
                 known is not None
                 and known() is message
@@ -163,10 +141,7 @@ class CountCache:
             seen.count = seen.links = None
             new.append((seen.key, seen))
         self._seen.put_many(new)
-        entries = cast("list[Seen]", found)
-        if len(messages) <= self._seen.maxsize:  # the bound holds for it too
-            self._last = _History.of(messages, entries, last if head else None)
-        return entries
+        return found  # type: ignore[return-value]
 
     def counts(
         self,
@@ -198,53 +173,6 @@ class CountCache:
         if self._counts is not None:
             self._counts.put_many(zip(keys, (done[j] for j in missing), strict=False))
         return done
-
-
-class _History:
-    """A history's messages, as ``Seen`` entries, grouped by their fields'
-    getter: that its messages are the same objects with the same fields is a
-    few C-level passes over them, as the least an agent loop must check."""
-
-    __slots__ = ("entries", "groups")
-
-    def __init__(self, entries: list[Seen], groups: dict[Any, array[int]]) -> None:
-        self.entries, self.groups = entries, groups
-
-    @classmethod
-    def of(
-        cls, messages: Sequence[BaseMessage], entries: list[Seen], head: _History | None
-    ) -> _History:
-        """``messages``' history, ``head`` (their beginning) extended."""
-        start = 0 if head is None else len(head.entries)
-        groups = {} if head is None else {g: array("q", p) for g, p in head.groups.items()}
-        for i in range(start, len(messages)):
-            getter = GETTERS[type(messages[i])]
-            places = groups.get(getter)
-            if places is None:
-                places = groups[getter] = array("q")
-            places.append(i)
-        return cls(entries, groups)
-
-    def holds(self, messages: Sequence[BaseMessage]) -> bool:
-        """Whether ``messages`` begins with this history, every field unchanged."""
-        entries = self.entries
-        if len(messages) < len(entries) or not all(map(is_, map(_referent, entries), messages)):
-            return False
-        now, then = messages.__getitem__, entries.__getitem__
-        return all(
-            all(
-                map(
-                    is_,
-                    chain.from_iterable(map(getter, map(vars, map(now, places)))),
-                    chain.from_iterable(map(_fields, map(then, places))),
-                )
-            )
-            for getter, places in self.groups.items()
-        )
-
-
-_fields = attrgetter("fields")
-_referent = weakref.ref.__call__
 
 
 def _key(seen: Seen) -> tuple[type, bytes] | None:
