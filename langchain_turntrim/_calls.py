@@ -37,12 +37,6 @@ def _type(block: object) -> object:
 
 def calls(message: BaseMessage) -> set[str]:
     """The ids of the tool calls an assistant message makes, in any format."""
-    if (
-        type(message.content) is str
-        and not getattr(message, "invalid_tool_calls", None)
-        and "tool_calls" not in message.additional_kwargs
-    ):  # the common case, without the block and raw-call scans
-        return {c["id"] for c in getattr(message, "tool_calls", ()) if c.get("id")}
     found = {c["id"] for c in getattr(message, "tool_calls", ()) if c.get("id")}
     found.update(c["id"] for c in getattr(message, "invalid_tool_calls", ()) if c.get("id"))
     raw = message.additional_kwargs.get("tool_calls")
