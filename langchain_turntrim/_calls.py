@@ -86,18 +86,11 @@ def links_of(
     return entry.links
 
 
-def unmatched(
-    messages: Sequence[BaseMessage],
-    kinds: Sequence[int],
-    ids: Sequence[tuple[str, ...]] | None = None,
-) -> dict[int, set[str]]:
-    """What a request of ``messages`` must leave out, by index: an assistant's
-    calls that no result answers before the next user or assistant message, and
-    results that answer no open call (pinned messages between them are moved
-    first in a request, so they interrupt nothing). ``ids``: each one's
-    ``links``, where already known."""
-    if ids is None:
-        ids = list(map(links, messages, kinds))
+def unmatched(kinds: Sequence[int], ids: Sequence[tuple[str, ...]]) -> dict[int, set[str]]:
+    """What a request must leave out, by index, given each message's kind and
+    ``links``: an assistant's calls that no result answers before the next user
+    or assistant message, and results that answer no open call (pinned messages
+    between them are moved first in a request, so they interrupt nothing)."""
     found: dict[int, set[str]] = {}
     reply, open_calls = -1, set[str]()
     for i, (kind, linked) in enumerate(zip(kinds, ids, strict=True)):
@@ -201,11 +194,11 @@ def answered(
     indices: list[int],
     kept: list[BaseMessage],
     kinds: list[int],
-    ids: Sequence[tuple[str, ...]] | None = None,
+    ids: Sequence[tuple[str, ...]],
 ) -> tuple[list[int], list[BaseMessage], int, int]:
     """What is sent: the kept messages without the calls no result answers and
     the results that answer no call (a provider refuses either)."""
-    found = unmatched(kept, [kinds[i] for i in indices], ids)
+    found = unmatched([kinds[i] for i in indices], ids)
     if not found:
         return indices, kept, 0, 0
     calls = sum(len(ids) for p, ids in found.items() if kinds[indices[p]] == REPLY)

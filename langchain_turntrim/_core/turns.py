@@ -168,8 +168,7 @@ class TrimPlan:
         messages before the newest turn, which is never deleted."""
         if not self.dropped_turns:
             return ()
-        end, pinned = min(self.keep_from, self.newest_turn_start), set(self.pinned)
-        return tuple([i for i in range(end) if i not in pinned])
+        return tuple([i for i in self.dropped if i < self.newest_turn_start])
 
     def select(self, items: Sequence[_T], indices: Sequence[int] | None = None) -> list[_T]:
         """The items at ``indices`` (default: ``kept``) of the sequence planned."""
