@@ -11,15 +11,13 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from langchain_core.callbacks import (
-    AsyncCallbackManagerForChainRun,
     BaseCallbackManager,
     CallbackManager,
-    CallbackManagerForChainRun,
     Callbacks,
     adispatch_custom_event,
     dispatch_custom_event,
 )
-from langchain_core.runnables.config import RunnableConfig, ensure_config
+from langchain_core.runnables.config import ensure_config
 
 from langchain_turntrim._report import TrimReport
 
@@ -36,22 +34,17 @@ def observed(callbacks: Callbacks) -> bool:
     return bool(CallbackManager.configure(inheritable_callbacks=callbacks).handlers)
 
 
-def _summary(
-    report: TrimReport[Any], run_manager: Any, extra: Mapping[str, Any] | None
-) -> tuple[dict[str, Any] | None, RunnableConfig | None]:
-    """The summary, logged and added to the LangSmith span, or None when nobody
-    reads it; and the config of its event, or None when no handler sees one."""
-    if run_manager is not None:
-        watched = bool(run_manager.handlers or run_manager.inheritable_handlers)
-    else:
-        own = ensure_config().get("callbacks")
-        watched = (
-            isinstance(own, BaseCallbackManager)
-            and own.parent_run_id is not None
-            and bool(own.handlers or own.inheritable_handlers)
-        )
+def _summary(report: TrimReport[Any], extra: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Log the trim's summary; when a handler watches the run the caller executes
+    in, add it to the run's LangSmith span and return it for the event (else None)."""
+    own = ensure_config().get("callbacks")
+    watched = (
+        isinstance(own, BaseCallbackManager)
+        and own.parent_run_id is not None
+        and bool(own.handlers or own.inheritable_handlers)
+    )
     if not watched and not logger.isEnabledFor(logging.DEBUG):
-        return None, None
+        return None
     summary = {**report.summary(), **(extra or {})}
     logger.debug(
         "trimmed %(messages_before)d -> %(messages_after)d messages: dropped %(dropped_turns)d "
@@ -59,37 +52,24 @@ def _summary(
         summary,
     )
     if not watched:
-        return summary, None
+        return None
     from langsmith.run_helpers import get_current_run_tree  # noqa: PLC0415
 
     span = get_current_run_tree()
     if span is not None:
         span.add_metadata({EVENT: summary})
-    return summary, {"callbacks": run_manager.get_child()} if run_manager is not None else {}
-
-
-def record(
-    report: TrimReport[Any],
-    run_manager: CallbackManagerForChainRun | None = None,
-    *,
-    extra: Mapping[str, Any] | None = None,
-) -> dict[str, Any] | None:
-    """Log a trim and tell the run it belongs to (``run_manager``'s, else the
-    one the caller executes in); its summary, or None when nobody reads it."""
-    summary, event = _summary(report, run_manager, extra)
-    if event is not None:
-        dispatch_custom_event(EVENT, summary, config=event)
     return summary
 
 
-async def arecord(
-    report: TrimReport[Any],
-    run_manager: AsyncCallbackManagerForChainRun | None = None,
-    *,
-    extra: Mapping[str, Any] | None = None,
-) -> dict[str, Any] | None:
+def record(report: TrimReport[Any], *, extra: Mapping[str, Any] | None = None) -> None:
+    """Log a trim and tell the run the caller executes in."""
+    summary = _summary(report, extra)
+    if summary is not None:
+        dispatch_custom_event(EVENT, summary)
+
+
+async def arecord(report: TrimReport[Any], *, extra: Mapping[str, Any] | None = None) -> None:
     """``record`` for async code: the event is awaited."""
-    summary, event = _summary(report, run_manager, extra)
-    if event is not None:
-        await adispatch_custom_event(EVENT, summary, config=event)
-    return summary
+    summary = _summary(report, extra)
+    if summary is not None:
+        await adispatch_custom_event(EVENT, summary)
