@@ -9,6 +9,7 @@ import json
 import re
 import sys
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Final
@@ -115,11 +116,8 @@ def read_document(path: str, max_bytes: int) -> Document:
         msg = "cannot read <stdin>: stdin is closed"
         raise InputError(msg)
     try:
-        if path == "-":
-            data = _bounded(sys.stdin.buffer, max_bytes)
-        else:
-            with Path(path).open("rb") as file:
-                data = _bounded(file, max_bytes)
+        with nullcontext(sys.stdin.buffer) if path == "-" else Path(path).open("rb") as file:
+            data = _bounded(file, max_bytes)
     except OSError as error:
         msg = f"cannot read {source}: {error.strerror or error}"
         raise InputError(msg) from error
