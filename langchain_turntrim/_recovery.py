@@ -84,10 +84,8 @@ def overflow_of(error: BaseException) -> Overflow | None:
         match = pattern.search(text)
         if match is not None:
             found = {k: int(v.replace(",", "")) for k, v in match.groupdict().items() if v}
-            limit = found.get("limit")
-            if limit is not None and "completion" in found:  # the room left for the messages
-                limit = max(0, limit - found["completion"])
-            return Overflow(error, found.get("sent"), limit)
+            limit = found["limit"] - found.get("completion", 0)  # the room for the messages
+            return Overflow(error, found["sent"], max(0, limit))
     return Overflow(error)
 
 
