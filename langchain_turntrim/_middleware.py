@@ -250,6 +250,4 @@ def _thread_id(request: ModelRequest) -> Hashable:
     run's config."""
     info = getattr(getattr(request, "runtime", None), "execution_info", None)
     thread: Hashable = getattr(info, "thread_id", None)
-    if thread is None:
-        thread = (ensure_config().get("configurable") or {}).get("thread_id")
-    return thread
+    return thread if thread is not None else ensure_config()["configurable"].get("thread_id")
