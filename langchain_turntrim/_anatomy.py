@@ -30,22 +30,16 @@ from langchain_core.messages import (
 from langchain_core.prompt_values import PromptValue
 
 from langchain_turntrim._core import ANCHOR, CONTINUE, PINNED, REPLY, START, describe, shown
+from langchain_turntrim._core.records import ROLE_KINDS
 
 __all__ = ["GETTERS", "check", "dicts", "fields_of", "frozen", "to_messages"]
 
-#: How a ``ChatMessage`` counts, by its role.
-CHAT_ROLES: Final = {
-    "system": PINNED,
-    "developer": PINNED,
-    "user": START,
-    "human": START,
-    "assistant": REPLY,
-    "ai": REPLY,
-    "tool": CONTINUE,
-    "function": CONTINUE,
-}
+#: How a ``ChatMessage`` counts, by its role: a record's roles, and LangChain's names.
+CHAT_ROLES: Final = {**ROLE_KINDS, "human": START, "ai": REPLY}
 #: ``additional_kwargs["lc_source"]`` of the summary ``SummarizationMiddleware`` writes.
 SUMMARY_SOURCE: Final = "summarization"
+#: Each message class's turn kind (a ``ChatMessage``'s is its role's); the
+#: first four are the common ones, which ``check`` reads fast.
 _CLASSES: Final = (
     (SystemMessage, PINNED),
     (HumanMessage, START),
@@ -135,12 +129,7 @@ def check(index: int, message: object, *, roles: bool = True) -> int:
         raise bad.kind(msg) from None
 
 
-_PLAIN: Final[dict[type, int]] = {
-    SystemMessage: PINNED,
-    HumanMessage: START,
-    ToolMessage: CONTINUE,
-    AIMessage: REPLY,
-}
+_PLAIN: Final[dict[type, int]] = dict(_CLASSES[:4])
 _NAMES_OK: Final = (str, type(None))
 
 
@@ -208,9 +197,7 @@ def _expect(name: str, value: object, types: type | tuple[type, ...]) -> None:
 
 def _check_content(content: object) -> None:
     _expect("content", content, (str, list))
-    if isinstance(content, str):
-        return
-    for k, block in enumerate(cast("list[Any]", content)):
+    for k, block in enumerate(content if isinstance(content, list) else ()):
         _expect(f"content[{k}]", block, (str, dict))
         if isinstance(block, dict) and block.get("type") == "text":
             _expect(f"content[{k}]['text']", block.get("text"), str)
