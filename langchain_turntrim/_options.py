@@ -86,9 +86,6 @@ class TrimOptions:
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 msg = f"{owner}() got an unexpected keyword argument {name!r}{hint}"
                 raise TypeError(msg)
-        if "max_tokens" not in options:
-            msg = f"{owner}() missing required keyword argument: 'max_tokens'"
-            raise TypeError(msg)
         return cls(**options)
 
     def replace(self, **changes: Any) -> TrimOptions:

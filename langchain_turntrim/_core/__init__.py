@@ -14,7 +14,7 @@ from langchain_turntrim._core.records import (
     shown,
     trim_history,
 )
-from langchain_turntrim._core.stable import Cut, candidates
+from langchain_turntrim._core.stable import Cut
 from langchain_turntrim._core.turns import (
     ANCHOR,
     CONTINUE,
@@ -39,7 +39,6 @@ __all__ = [
     "Cut",
     "TrimPlan",
     "Turns",
-    "candidates",
     "check_count",
     "check_rate",
     "check_trim_to",

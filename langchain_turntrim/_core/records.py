@@ -110,11 +110,8 @@ def plan_trim(
     if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
         msg = f"messages must be a sequence of mappings, got {type(messages).__name__}"
         raise TypeError(msg)
-    kinds, tokens = [], []
-    for i, message in enumerate(messages):
-        kind, cost = _checked(i, message)
-        kinds.append(kind)
-        tokens.append(cost)
+    checked = [_checked(i, message) for i, message in enumerate(messages)]
+    kinds, tokens = [kind for kind, _ in checked], [cost for _, cost in checked]
     return plan(
         group(kinds), lambda indices: [tokens[i] for i in indices], max_tokens, trim_to=trim_to
     )

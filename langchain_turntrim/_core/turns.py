@@ -211,8 +211,7 @@ def plan(
     while greedy and kept + (newer := cost(greedy - 1)) <= room:
         greedy -= 1
         kept += newer
-    cut = trim_to if isinstance(trim_to, Cut) else None
-    level = trim_to.level if isinstance(trim_to, Cut) else trim_to
+    cut, level = (trim_to, trim_to.level) if isinstance(trim_to, Cut) else (None, trim_to)
     first, step = greedy, max_tokens - (max_tokens if level is None else level)
     if (greedy and step > 0) or cut is not None:
         costs = [cost(j) for j in range(n)]
