@@ -134,13 +134,9 @@ def without(message: BaseMessage, ids: Iterable[str]) -> BaseMessage | None:
         while content and _type(content[-1]) in REASONING:
             content.pop()
         update["content"] = content
-    if (
-        not _meaningful(content)
-        and not update.get("tool_calls")
-        and not update.get("invalid_tool_calls")
-    ):
-        return None
-    return message.model_copy(update=update)
+    if _meaningful(content) or update.get("tool_calls") or update.get("invalid_tool_calls"):
+        return message.model_copy(update=update)
+    return None
 
 
 def _meaningful(content: object) -> bool:
@@ -203,9 +199,6 @@ def answered(
         return indices, kept, 0, 0
     calls = sum(len(ids) for p, ids in found.items() if kinds[indices[p]] == REPLY)
     results = sum(len(ids) for p, ids in found.items() if kinds[indices[p]] != REPLY)
-    sent = [
-        (i, without(m, found[p]) if p in found else m)
-        for p, (i, m) in enumerate(zip(indices, kept, strict=True))
-    ]
-    pairs = [(i, m) for i, m in sent if m is not None]
+    sent = [without(m, found[p]) if p in found else m for p, m in enumerate(kept)]
+    pairs = [(i, m) for i, m in zip(indices, sent, strict=True) if m is not None]
     return [i for i, _ in pairs], [m for _, m in pairs], calls, results

@@ -137,10 +137,8 @@ class _Ladder:
             step = self.steps[self.next] if droppable else []
             # A step goes when it is at most twice the excess, or nothing is left
             # to cut (the largest message is only looked for then: once a step).
-            if droppable and sum(s.tokens for s in step) <= 2 * excess:
-                total -= self._drop(step)
-                continue
-            largest = self._largest()
+            small = droppable and sum(s.tokens for s in step) <= 2 * excess
+            largest = None if small else self._largest()
             if droppable and largest is None:
                 total -= self._drop(step)
             elif largest is not None:
@@ -169,9 +167,8 @@ class _Ladder:
         """The largest message that can still be cut (the earliest of equals);
         the user message last of all."""
         others = [s for s in self.slots if s.kept and s is not self.user and _editable(s)]
-        if others:
-            return max(others, key=lambda s: (s.tokens, -s.position))
-        return self.user if self.user is not None and _editable(self.user) else None
+        user = self.user if self.user is not None and _editable(self.user) else None
+        return max(others, key=lambda s: (s.tokens, -s.position), default=user)
 
     def _rebuilt(self, slot: _Slot) -> tuple[BaseMessage, int]:
         """The message its pieces make now, and its tokens."""
