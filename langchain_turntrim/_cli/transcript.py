@@ -96,11 +96,9 @@ class Document:
         """The text with only the kept messages, each with its new content if any."""
         (at, end), out = self.span or (0, len(self.text)), []
         for conversation, (kept, contents) in zip(self.conversations, decisions, strict=True):
-            texts = [self.text[slice(*conversation.bounds[i])] for i in kept]
-            for k, i in enumerate(kept):
-                if i in contents:
-                    texts[k] = _with_content(texts[k], contents[i])
-            out += [self.text[at : conversation.region[0]], conversation.sep.join(texts)]
+            texts = {i: self.text[slice(*conversation.bounds[i])] for i in kept}
+            texts.update({i: _with_content(texts[i], new) for i, new in contents.items()})
+            out += [self.text[at : conversation.region[0]], conversation.sep.join(texts.values())]
             at = conversation.region[1]
         text = "".join(out) + self.text[at:end]
         return text if text.endswith("\n") else text + "\n"
