@@ -65,6 +65,9 @@ class CalibratedCounter(Counter):
         margin: The warm-up margin, and the most the margin ever is (a fraction).
     """
 
+    #: One lock for all counters (an update is brief): a counter pickles as its state.
+    _lock = threading.Lock()
+
     def __init__(
         self, base: object = "approximate", *, warmup: int = 8, margin: float = 0.15
     ) -> None:
@@ -81,7 +84,6 @@ class CalibratedCounter(Counter):
         if self.max_margin > 1:
             msg = f"margin must be between 0 and 1, got {margin!r}"
             raise ValueError(msg)
-        self._lock = threading.Lock()
         self._ratios: deque[float] = deque(maxlen=WINDOW)
         self._errors: deque[float] = deque(maxlen=SHIFT_CALLS)
         self._since = 0
@@ -165,13 +167,6 @@ class CalibratedCounter(Counter):
         """A callback handler feeding this counter from a chat model's runs
         (``chain.invoke(..., config={"callbacks": [counter.callback()]})``)."""
         return CalibrationCallback(self)
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         s = self.state
