@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -24,6 +25,7 @@ _ROLE_CHARS: Final = {
 _ROUNDING: Final = 15
 
 
+@dataclass(frozen=True)  # no state: all are equal, and the repr is ApproximateCounter()
 class ApproximateCounter(Counter):
     """``count_tokens_approximately`` one message at a time: it rounds up and adds 3
     per message, so the messages' counts sum to its count of the list. Counting
@@ -59,15 +61,6 @@ class ApproximateCounter(Counter):
         """``count_tokens_approximately([], tools=...)``, LangChain's estimate."""
         listed = check_tools(tools)
         return remembered("approximate", listed, lambda: _tools(listed))
-
-    def __repr__(self) -> str:
-        return "ApproximateCounter()"
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self)
-
-    def __hash__(self) -> int:
-        return hash(type(self))
 
 
 def _tools(tools: list[Any]) -> int:
