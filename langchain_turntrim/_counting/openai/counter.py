@@ -174,8 +174,6 @@ class TiktokenCounter(Counter):
 
     def _value(self, value: object) -> int:
         """A message field: a list is content blocks, a falsy value is skipped, else ``str``."""
-        if isinstance(value, str):
-            return len(self._encode(value))
         if isinstance(value, list):
             return sum(map(self._block, value))
         return len(self._encode(str(value))) if value else 0
@@ -208,8 +206,9 @@ class TiktokenCounter(Counter):
         size = image_size(data) if isinstance(data, str) else None
         if size is not None:
             return self._images.tokens(*size, detail)
-        low = self._images.low()
-        return low if detail == "low" and low is not None else self._url_image_tokens
+        if detail == "low" and not self._images.multiplier:  # a tile-priced model's base
+            return self._images.base
+        return self._url_image_tokens
 
     def _call_part(self, value: object) -> int:
         """A tool call's name or args: ``None`` (ChatOpenAI raises) costs 0."""
@@ -221,10 +220,8 @@ class TiktokenCounter(Counter):
         """An assistant's tool calls, function call and audio id."""
         n, extra = 0, message.additional_kwargs
         if message.tool_calls or message.invalid_tool_calls:
-            for call in message.tool_calls:
-                n += len(self._encode(dump(call["args"]))) + self._call_part(call["name"])
-            for bad in message.invalid_tool_calls:
-                n += self._call_part(bad["args"]) + self._call_part(bad["name"])
+            for call in [*message.tool_calls, *message.invalid_tool_calls]:
+                n += self._call_part(call["args"]) + self._call_part(call["name"])
         elif "tool_calls" in extra:  # raw OpenAI calls: a function block each
             raw = extra["tool_calls"]
             n += sum(map(self._block, raw)) if isinstance(raw, (list, tuple)) else 0

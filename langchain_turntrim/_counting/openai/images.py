@@ -56,10 +56,6 @@ class ImagePricing:
             width, height = width * 768 // side, height * 768 // side
         return self.base + self.tile * math.ceil(width / 512) * math.ceil(height / 512)
 
-    def low(self) -> int | None:
-        """What a ``"low"``-detail image costs whatever its size (None: it depends)."""
-        return None if self.multiplier else self.base
-
     def most(self) -> int:
         """The most one image can cost."""
         if self.multiplier:
