@@ -154,8 +154,6 @@ class CountCache:
         with: the count is of those) for the rest."""
         counts = [seen[i].count for i in indices]
         missing = [j for j, found in enumerate(counts) if found is None]
-        if not missing:
-            return counts  # type: ignore[return-value]
         keys: list[Any] = [None] * len(missing)
         if self._counts is not None:
             keys = [_key(seen[indices[j]]) for j in missing]
@@ -176,9 +174,8 @@ class CountCache:
 
 
 def _key(seen: Seen) -> tuple[type, bytes] | None:
-    message = seen()
     fingerprint = digest(seen.fields)
-    return None if message is None or fingerprint is None else (type(message), fingerprint)
+    return None if fingerprint is None else (type(seen()), fingerprint)  # alive: being counted
 
 
 class _Plain(pickle.Pickler):

@@ -26,9 +26,9 @@ def resolve_counter(value: object, name: str = "token_counter") -> TokenCounter 
     if isinstance(value, type) and hasattr(value, "count_each"):
         msg = f"{name} is the class {value.__name__}: pass an instance, {value.__name__}()"
         raise TypeError(msg)
+    if value is count_tokens_approximately or (isinstance(value, str) and value == "approximate"):
+        return ApproximateCounter()
     if isinstance(value, str):
-        if value == "approximate":
-            return ApproximateCounter()
         tokenizer = value.removeprefix("tiktoken:").strip()
         if value.startswith("tiktoken:") and tokenizer:
             from langchain_turntrim._counting.openai import TiktokenCounter  # noqa: PLC0415
@@ -36,8 +36,6 @@ def resolve_counter(value: object, name: str = "token_counter") -> TokenCounter 
             return TiktokenCounter(tokenizer)
         msg = f"unknown {name} {value!r}; the shortcuts are {_SHORTCUTS}"
         raise ValueError(msg)
-    if value is count_tokens_approximately:
-        return ApproximateCounter()
     if isinstance(value, ListCounter):
         return value
     if isinstance(value, TokenCounter):
@@ -97,7 +95,6 @@ class _WithTools(Counter):
 
     def __init__(self, counter: Counter, tools: Sequence[Any]) -> None:
         self.counter, self.bound = counter, list(tools)
-        self.by_content = counter.by_content
         self._bound = counter.count_tools(self.bound)
         self.overhead = counter.overhead + self._bound
 

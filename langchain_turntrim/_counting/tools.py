@@ -62,26 +62,20 @@ def _tool_key(tool: object) -> Hashable | None:
         schema_key = schema if schema is None or isinstance(schema, type) else digest(schema)
         fields = (type(tool), getattr(tool, "name", None), getattr(tool, "description", None))
         return None if schema_key is None and schema is not None else (*fields, schema_key)
-    try:
-        hash(tool)
-    except TypeError:
-        return None
-    return tool
+    return tool if isinstance(tool, Hashable) else None  # (a hash that raises: see below)
 
 
 def remembered(kind: Hashable, tools: Sequence[Any], compute: Callable[[], _T]) -> _T:
     """``compute()``, remembered under ``kind`` and ``tools`` (if they can be keyed)."""
     keys = tuple(map(_tool_key, tools))
-    key = None if None in keys else keys
+    key = None if None in keys else (kind, keys)
     try:
-        found = None if key is None else _PRICES.get((kind, key))
-    except TypeError:  # a counter that cannot be hashed: priced every time
-        key = None
-    if key is None:
+        found = _PRICES.get(key)  # a None key finds nothing, and is not kept
+    except TypeError:  # a counter or a tool that cannot be hashed: priced every time
         return compute()
     if found is None:
         found = compute()
-        _PRICES.put_many([((kind, key), found)])
+        _PRICES.put_many([(key, found)])
     return cast("_T", found)
 
 

@@ -48,10 +48,8 @@ _BUILT_FROM: Final = {
 def _files(name: str) -> list[tuple[str, str]]:
     """The (URL, SHA-256) of each file the public encoding ``name`` is built from."""
     files = _BUILT_FROM.get(name, (name,) if name in _SHA256 else ())
-    url = (
-        f"{_HOST}gpt-2/encodings/main/{{}}" if name == "gpt2" else f"{_HOST}encodings/{{}}.tiktoken"
-    )
-    return [(url.format(file), _SHA256[file]) for file in files]
+    path = "gpt-2/encodings/main/{}" if name == "gpt2" else "encodings/{}.tiktoken"
+    return [(_HOST + path.format(file), _SHA256[file]) for file in files]
 
 
 class EncodingUnavailableError(ValueError):
