@@ -10,6 +10,7 @@ import asyncio
 import gc
 import math
 import pickle
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -255,10 +256,15 @@ def test_state_survives_a_pickle_and_threads_lose_no_observation() -> None:
             errors.append(error)
 
     threads = [threading.Thread(target=work, args=(12 * k,)) for k in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads interleave between any two steps
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
     assert errors == []
     assert copy.observations == 4 + 96
     assert copy.ratio == pytest.approx(1.3, rel=0.01)

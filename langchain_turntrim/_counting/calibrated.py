@@ -160,7 +160,7 @@ class CalibratedCounter(Counter):
             worst = max(self._ratios) / median - 1
             warm = self._since >= self.warmup
             margin = min(self.max_margin, max(0.0, worst)) if warm else self.max_margin
-            self.state = Calibration(median, margin, state.observations + 1)
+            self.state = Calibration(median, margin, self.state.observations + 1)
         return estimate
 
     def callback(self) -> CalibrationCallback:
