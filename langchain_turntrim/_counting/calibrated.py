@@ -25,7 +25,7 @@ __all__ = ["CalibratedCounter", "Calibration"]
 logger = logging.getLogger("langchain_turntrim")
 
 #: The newest calls whose ratios the median is taken over.
-WINDOW: Final = 32
+WINDOW: Final = 64
 #: A shift (another model behind the same name, new content): this many calls
 #: in a row off by more than ``SHIFT_ERROR`` the same way; the window restarts.
 SHIFT_CALLS: Final = 3
@@ -52,7 +52,7 @@ class CalibratedCounter(Counter):
 
     Each ``observe(messages, input_tokens, tools)`` records one model call.
     Estimates are the base counter's counts times the median reported/base
-    ratio of the newest 32 calls, plus a margin: ``margin`` (15%) for the
+    ratio of the newest 64 calls, plus a margin: ``margin`` (15%) for the
     first ``warmup`` calls (8), then the window's largest under-estimate,
     never more than ``margin``. Three calls in a row off by more than 20% the
     same way are a shift: the window restarts from them. Reports no provider
