@@ -65,6 +65,14 @@ def _no_downloads(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tiktoken.load, "read_file", local_only)
 
 
+@pytest.fixture
+def plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rich's plain (piped) output at 120 columns, for the command's tests."""
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COLUMNS", "120")
+
+
 def _unchanged(decide: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(decide)
     def checked(self: Pipeline, messages: Any, *args: Any, **kwargs: Any) -> Any:

@@ -63,13 +63,7 @@ OLD = '{"role": "user", "content": "' + "old question " * 40 + '", "id": "u0"}'
 REPLY = '{"role":"assistant","content":"ok","id":"a1"}'
 
 
-@pytest.fixture(autouse=True)
-def _plain_terminal(monkeypatch):
-    """rich's plain (piped) output at 120 columns; encodings never downloaded."""
-    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "NO_COLOR"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("COLUMNS", "120")
-    monkeypatch.setenv("TURNTRIM_OFFLINE", "1")
+pytestmark = pytest.mark.usefixtures("plain_terminal")
 
 
 def run(capsys, *args: str) -> tuple[int, str, str]:

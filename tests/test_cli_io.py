@@ -27,12 +27,7 @@ BODY = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _plain_terminal(monkeypatch):
-    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "NO_COLOR"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("COLUMNS", "120")
-    monkeypatch.setenv("TURNTRIM_OFFLINE", "1")
+pytestmark = pytest.mark.usefixtures("plain_terminal")
 
 
 # -- what is wrong, and where ----------------------------------------------------------------
