@@ -124,10 +124,7 @@ class TiktokenCounter(Counter):
     def image_tokens(self, width: int, height: int, detail: str = "auto") -> int:
         """What this model charges for a ``width`` x ``height`` image at ``detail``."""
         for name, side in (("width", width), ("height", height)):
-            if not isinstance(side, int) or isinstance(side, bool):
-                msg = f"{name} must be an int, got {shown(side)}"
-                raise TypeError(msg)
-            if side < 1:
+            if check_count(side, name) < 1:
                 msg = f"{name} must be >= 1, got {side}"
                 raise ValueError(msg)
         if detail not in {"low", "high", "auto"}:
