@@ -23,8 +23,6 @@ from langchain_turntrim._anatomy import frozen
 from langchain_turntrim._calls import answered, links_of
 from langchain_turntrim._compaction import Compacted, Rebuilds, compact
 from langchain_turntrim._core import (
-    ANCHOR,
-    PINNED,
     Count,
     Cut,
     TrimPlan,
@@ -48,9 +46,6 @@ from langchain_turntrim.cache_pricing._depth import CacheCall, auto_plan
 
 __all__ = ["Pipeline"]
 
-#: Recounts of a compacted turn before giving up (a counter that is not quite
-#: additive may need more than one).
-_ATTEMPTS = 4
 _KIND, _COUNT = attrgetter("kind"), attrgetter("count")
 #: The most messages compaction made that are remembered (with their counts).
 _REBUILDS = 4096
@@ -207,21 +202,13 @@ class Pipeline:
         seen: Sequence[Any],
     ) -> tuple[list[int], list[BaseMessage], Compacted, int]:
         """Every older turn dropped, and the newest one compacted into the budget."""
-        start, members = chosen.newest_turn_start, turns.members(len(turns.starts) - 1)
+        members = turns.members(len(turns.starts) - 1)
         turn, turn_kinds = [messages[i] for i in members], [kinds[i] for i in members]
-        before = [i for i in chosen.pinned if i < start]
         keep = self.options.keep_tool_results
 
         def sent(done: Compacted) -> tuple[list[BaseMessage], list[int]]:
             copies = {members[p]: m for p, m in zip(done.kept, done.messages, strict=True)}
-            indices = [
-                *before,
-                *(
-                    i
-                    for i in range(start, len(messages))
-                    if i in copies or kinds[i] in (PINNED, ANCHOR)
-                ),
-            ]
+            indices = sorted({*chosen.pinned, *copies})  # every older turn dropped
             return [copies.get(i, messages[i]) for i in indices], indices
 
         state = getattr(self.counter, "state", None)  # a calibration: the counts' units
@@ -246,17 +233,11 @@ class Pipeline:
                 raise _overflow(chosen)
             done, exact = found
         else:
-            room = chosen.max_tokens - chosen.system_tokens - chosen.overhead_tokens
-            for _ in range(_ATTEMPTS):
-                done = at(room)  # type: ignore[assignment]
-                if done is None:
-                    raise _overflow(chosen)
-                exact = chosen.system_tokens + chosen.overhead_tokens + done.tokens
-                if exact <= chosen.max_tokens:
-                    break
-                room -= exact - chosen.max_tokens
-            else:
+            paid = chosen.system_tokens + chosen.overhead_tokens
+            compacted = at(chosen.max_tokens - paid)  # the ladder's total fits the room
+            if compacted is None:
                 raise _overflow(chosen)
+            done, exact = compacted, paid + compacted.tokens
         kept, indices = sent(done)
         changed = tuple(i for i, m in zip(indices, kept, strict=True) if m is not messages[i])
         done = dataclasses.replace(
