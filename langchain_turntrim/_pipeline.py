@@ -95,9 +95,12 @@ class Pipeline:
         )
         tool_tokens: int | None = None
         if self.whole:
+            counted: dict[int, int] = {}  # trim_to="auto" plans twice: each request counted once
 
             def planner(cut: int | Cut | None) -> TrimPlan:
-                found = search(self.counter, messages, turns, count, budget, tools, cut, self.ratio)
+                found = search(
+                    self.counter, messages, turns, count, budget, tools, cut, self.ratio, counted
+                )
                 self.ratio = found.ratio
                 return found.plan
 

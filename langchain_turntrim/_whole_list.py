@@ -9,7 +9,6 @@ messages alone, which no provider would count, are estimated)."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -63,21 +62,24 @@ def search(
     tools: Sequence[Any],
     trim_to: int | Cut | None,
     ratio: float = 1.0,
+    counted: dict[int, int] | None = None,
 ) -> Found:
     """The smallest suffix of whole turns whose request the counter counts within
-    ``budget`` (``count``: the estimate of each message)."""
+    ``budget`` (``count``: the estimate of each message; ``counted``: the counts
+    of the requests after each first dropped turn, shared by a decision's searches)."""
+    counted = {} if counted is None else counted
     n, starts, kinds = len(turns.starts), turns.starts, turns.kinds
 
     def kept(k: int) -> list[int]:
         start = starts[k] if k < n else turns.size
         return [*(i for i in turns.pinned if i < start), *range(start, turns.size)]
 
-    @functools.cache
     def exact(k: int) -> int:
-        if k < n:
-            return counter.count(request(messages, kinds, kept(k)), tools)
-        # No request of system messages alone is counted: a provider refuses one.
-        return scaled(sum(count(kept(k))), ratio)
+        if k == n:  # no request of system messages alone is counted: a provider refuses one
+            return scaled(sum(count(kept(k))), ratio)
+        if k not in counted:
+            counted[k] = counter.count(request(messages, kinds, kept(k)), tools)
+        return counted[k]
 
     def guess(scale: float) -> int:
         return min(plan(turns, _scaled(count, scale), budget, previous=False).dropped_turns, n)

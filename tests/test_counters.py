@@ -590,6 +590,16 @@ def test_a_whole_list_counter_is_asked_a_logarithmic_number_of_times(
     assert len(record.sent) <= calls_bound(turns + 1)
 
 
+def test_a_whole_list_counter_is_never_asked_the_same_request_twice_in_one_trim() -> None:
+    history = long_history(60)
+    record = Recorder(count_tokens_approximately)
+    budget = int(0.5 * count_tokens_approximately(history))  # above the cache's least prefix
+    trimmer = TurnTrimmer(max_tokens=budget, token_counter=per_list(record), trim_to="auto")
+    trimmer.trim(history)  # plans twice: greedy, then at the cut the cache prices
+    sent = [tuple(map(id, request)) for request in record.sent]
+    assert len(sent) == len(set(sent))
+
+
 JUNK = st.one_of(
     messages(),
     messages(),
