@@ -78,7 +78,6 @@ class CalibratedCounter(Counter):
             msg = f"CalibratedCounter needs an additive base counter, got {shown(base)}"
             raise TypeError(msg)
         self.base: TokenCounter = resolved
-        self.by_content = getattr(resolved, "by_content", True)
         self.warmup = check_count(warmup, "warmup")
         self.max_margin = check_rate(margin, "margin")
         if self.max_margin > 1:

@@ -11,7 +11,7 @@ from typing import Any, Final, TypeVar, cast
 from langchain_turntrim._core import check_count, shown
 from langchain_turntrim._counting.cache import LRU, digest
 
-__all__ = ["check_tools", "remembered", "tool_json", "tool_price"]
+__all__ = ["check_tools", "openai_schema", "remembered", "tool_json", "tool_price"]
 
 _T = TypeVar("_T")
 #: Prices kept over every counter and tool list of the process.
@@ -85,10 +85,17 @@ def tool_json(tool: Any) -> str:
 
 
 def _tool_json(tool: Any) -> str:
+    schema = openai_schema(tool)
+    if schema is None:  # a provider's own tool
+        schema = tool if isinstance(tool, dict) else {"name": getattr(tool, "name", repr(tool))}
+    return json.dumps(schema, ensure_ascii=False, default=str)
+
+
+def openai_schema(tool: Any) -> Any:
+    """``convert_to_openai_tool(tool)``, or None for a tool it cannot convert."""
     from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: PLC0415
 
     try:
-        schema: Any = convert_to_openai_tool(tool)
-    except (TypeError, ValueError, NotImplementedError, KeyError):  # a provider's own tool
-        schema = tool if isinstance(tool, dict) else {"name": getattr(tool, "name", repr(tool))}
-    return json.dumps(schema, ensure_ascii=False, default=str)
+        return convert_to_openai_tool(tool)
+    except (TypeError, ValueError, NotImplementedError, KeyError):
+        return None

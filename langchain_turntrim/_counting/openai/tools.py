@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import tiktoken
 
-from langchain_turntrim._counting.tools import remembered, tool_json
+from langchain_turntrim._counting.tools import openai_schema, remembered, tool_json
 
 __all__ = ["dump", "tools_tokens"]
 
@@ -89,12 +89,7 @@ class _Pricer:
         return remembered(("openai", self.encoding), [tool], lambda: self.price(tool))
 
     def price(self, tool: Any) -> int:
-        from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: PLC0415
-
-        try:
-            schema: Any = convert_to_openai_tool(tool)
-        except (TypeError, ValueError, NotImplementedError, KeyError):
-            schema = None
+        schema = openai_schema(tool)
         function = schema.get("function") if isinstance(schema, dict) else None
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
             return self.tokens(tool_json(tool))  # a provider's own tool: its JSON, an estimate
