@@ -131,7 +131,8 @@ class TrimPlan:
     trim_to: int | None = None
     #: The first kept turn differs from the one the previous model call kept
     #: (it was sent this history up to its newest assistant message): that
-    #: call's prompt prefix, and a provider's cache of it, is lost.
+    #: call's prompt prefix, and a provider's cache of it, is lost. Under a
+    #: whole-list counter, it compares the cuts its estimate plans.
     start_moved: bool = False
     #: The kept messages' indices, ascending.
     kept: tuple[int, ...] = field(init=False, repr=False, compare=False)
