@@ -15,7 +15,7 @@ trimmer = TurnTrimmer.for_model(model, reserve_tokens=1024)  # room for the repl
 print(f"budget: {trimmer.max_tokens} tokens (the profile's max_input_tokens less 1024)")
 
 history: list[BaseMessage] = [SystemMessage("You summarise long reports.")]
-for i in range(20):  # about 600 tokens a turn: over budget
+for i in range(20):  # about 416 tokens a turn: 20 turns are over budget
     history += [HumanMessage(f"Report {i}: " + "figures rose " * 200), AIMessage("They rose.")]
 report = trimmer.trim_with_report(history)
 exact = model.get_num_tokens_from_messages(report.kept)
