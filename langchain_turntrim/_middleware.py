@@ -27,7 +27,7 @@ from langchain_turntrim._anatomy import check, to_messages
 from langchain_turntrim._calls import reported_usage
 from langchain_turntrim._counting import LRU, CalibratedCounter
 from langchain_turntrim._langgraph import removals
-from langchain_turntrim._options import TrimOptions, model_counter
+from langchain_turntrim._options import TrimOptions, model_counter, model_window
 from langchain_turntrim._recovery import Attempts, Recovery, Try
 from langchain_turntrim._report import TrimReport
 from langchain_turntrim._trimmer import TurnTrimmer
@@ -115,15 +115,16 @@ class TurnTrimMiddleware(AgentMiddleware):
         """The trimmer a call of ``model`` is sized with."""
         if self._model is None or model is None or model is self._model:
             return self._trimmer
-        found = self._sized.get(id(model))
-        if found is None or found[0] is not model:
+        found = self._sized.get(id(model))  # the entry holds the model: its id is not reused
+        if found is None:
             current = self._trimmer.options
-            options = {f.name: getattr(current, f.name) for f in dataclasses.fields(current)}
-            del options["max_tokens"], options["token_counter"]
-            try:
-                sized = TrimOptions.for_model(type(self).__name__, model, self._reserve, **options)
-            except ValueError:  # no profile: this budget, with the model's own counter
+            if model_window(model) is None:  # no profile: this budget, with the model's own counter
                 sized = current.replace(token_counter=model_counter(model))
+            else:  # its own budget and counter; trim_to no higher than that budget
+                options = {f.name: getattr(current, f.name) for f in dataclasses.fields(current)}
+                del options["max_tokens"], options["token_counter"], options["trim_to"]
+                sized = TrimOptions.for_model(type(self).__name__, model, self._reserve, **options)
+                sized = sized.replace(trim_to=current.trim_to)
             found = (model, TurnTrimmer.from_options(sized))
             self._sized.put_many([(id(model), found)])
         return found[1]

@@ -12,7 +12,7 @@ from langchain_turntrim._core import check_count, check_rate, check_trim_to, sho
 from langchain_turntrim._counting import CalibratedCounter, openai_counter, resolve_counter
 from langchain_turntrim.cache_pricing import CachePrice, CacheRule, cache_price_for, check_price
 
-__all__ = ["OnOverflow", "TrimOptions", "model_counter"]
+__all__ = ["OnOverflow", "TrimOptions", "model_counter", "model_window"]
 
 OnOverflow = Literal["drop", "raise", "compact"]
 
@@ -131,7 +131,7 @@ class TrimOptions:
         keywords = {"token_counter": model_counter(chat_model), **options}
         if reserve_tokens is not None:
             check_count(reserve_tokens, "reserve_tokens")
-        window = _profile(chat_model, "max_input_tokens", minimum=1)
+        window = model_window(chat_model)
         if window is None:
             msg = (
                 f"{type(chat_model).__name__} has no profile['max_input_tokens'] to size the "
@@ -152,6 +152,11 @@ class TrimOptions:
 def model_counter(chat_model: Any) -> Any:
     """``TiktokenCounter`` for an OpenAI chat model, else a ``CalibratedCounter``."""
     return openai_counter(chat_model) or CalibratedCounter()
+
+
+def model_window(chat_model: Any) -> int | None:
+    """``chat_model.profile["max_input_tokens"]``, if it has one."""
+    return _profile(chat_model, "max_input_tokens", minimum=1)
 
 
 def _profile(chat_model: Any, key: str, *, minimum: int) -> int | None:

@@ -507,6 +507,15 @@ def test_a_routed_call_is_sized_for_the_model_it_goes_to(traced_run: Run) -> Non
     assert unsized.counter is not middleware.trimmer.counter
 
 
+def test_a_routed_model_gets_its_own_budget_whatever_trim_to_says() -> None:
+    big, small = sized_model(100_000, 1_000), sized_model(8_000)
+    middleware = TurnTrimMiddleware.for_model(big, trim_to=50_000)
+    routed = middleware.trimmer_for(small).options
+    assert (routed.max_tokens, routed.trim_to) == (6_000, 6_000)  # 8,000 less a quarter
+    with pytest.raises(ValueError, match="exceeds the model's max_input_tokens"):
+        TurnTrimMiddleware.for_model(big, reserve_tokens=20_000).trimmer_for(small)
+
+
 def test_a_calibrated_counter_is_fed_each_call_s_reported_usage(run: Run) -> None:
     counter = CalibratedCounter()
     model = researcher(usage=lambda messages: round(1.3 * approximate(messages)))
