@@ -24,11 +24,10 @@ from langchain_core.runnables.config import ensure_config
 from langgraph.types import Command
 
 from langchain_turntrim._anatomy import check, to_messages
-from langchain_turntrim._calls import reported_usage
-from langchain_turntrim._counting import LRU, CalibratedCounter
+from langchain_turntrim._counting import LRU
 from langchain_turntrim._langgraph import removals
 from langchain_turntrim._options import TrimOptions, model_counter, model_window
-from langchain_turntrim._recovery import Attempts, Recovery, Try
+from langchain_turntrim._recovery import Attempts, Recovery, Try, calibrate
 from langchain_turntrim._report import TrimReport
 from langchain_turntrim._trimmer import TurnTrimmer
 from langchain_turntrim.cache_pricing import CachePrice, CacheTotals, request_ttl
@@ -164,10 +163,7 @@ class TurnTrimMiddleware(AgentMiddleware):
 
     def _answered(self, call: _Call, tried: Try, response: Any) -> Any:
         """After the call: the reply's usage to a ``CalibratedCounter`` and the cache figures."""
-        usage = reported_usage(getattr(response, "result", None) or [])
-        counter = call.trimmer.counter
-        if usage is not None and isinstance(counter, CalibratedCounter):
-            counter.observe(tried.report.kept, usage[0], tried.tools)
+        usage = calibrate(call.trimmer.counter, tried, getattr(response, "result", None) or [])
         self._clock.observe(call.thread, call.cache, tried.report, _planned(call.request), usage)
         return response
 

@@ -28,7 +28,7 @@ from langchain_turntrim._tracing import arecord, record
 if TYPE_CHECKING:
     from langchain_turntrim._trimmer import TurnTrimmer
 
-__all__ = ["Attempts", "OverflowRetry", "Recovery", "Try", "overflow_of"]
+__all__ = ["Attempts", "OverflowRetry", "Recovery", "Try", "calibrate", "overflow_of"]
 
 _R = TypeVar("_R")
 #: The words of a provider's context-overflow error (in lower case).
@@ -237,8 +237,14 @@ class OverflowRetry(Runnable[Any, Any]):
         return Try(report.kept, report)
 
     def _observed(self, tried: Try, response: object) -> object:
-        """Feed a ``CalibratedCounter`` the input tokens the response reports."""
-        usage = reported_usage([response])
-        if usage is not None and isinstance(self.trimmer.counter, CalibratedCounter):
-            self.trimmer.counter.observe(tried.report.kept, usage[0])
+        calibrate(self.trimmer.counter, tried, [response])
         return response
+
+
+def calibrate(counter: object, tried: Try, replies: Sequence[Any]) -> Any:
+    """The usage ``replies`` report (``reported_usage``), and its input tokens
+    fed to ``counter`` if it is a ``CalibratedCounter``, with what was sent."""
+    usage = reported_usage(replies)
+    if usage is not None and isinstance(counter, CalibratedCounter):
+        counter.observe(tried.report.kept, usage[0], tried.tools)
+    return usage
