@@ -55,11 +55,11 @@ class TurnTrimmer(Runnable[TrimInput, list[BaseMessage]]):
         self.name = name
 
     @classmethod
-    def from_options(cls, options: TrimOptions) -> TurnTrimmer:
+    def from_options(cls, options: TrimOptions, name: str | None = None) -> TurnTrimmer:
         """A trimmer with ``options`` (the counter shared, nothing remembered)."""
         trimmer = cls.__new__(cls)
         trimmer._pipeline = Pipeline(options)  # noqa: SLF001 - its own class
-        trimmer.name = None
+        trimmer.name = name
         return trimmer
 
     @classmethod
@@ -79,7 +79,7 @@ class TurnTrimmer(Runnable[TrimInput, list[BaseMessage]]):
         return cls.from_options(sized)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self).from_options, (self.options,))
+        return (type(self).from_options, (self.options, self.name))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.options.arguments()})"

@@ -410,11 +410,11 @@ def test_threads_reassigning_while_others_trim_never_get_a_wrong_count(counter: 
 def test_a_copy_or_pickle_of_a_trimmer_starts_with_nothing_remembered(
     clone: Callable[[TurnTrimmer], TurnTrimmer],
 ) -> None:
-    trimmer = TurnTrimmer(max_tokens=BIG, token_counter=Crc())
+    trimmer = TurnTrimmer(max_tokens=BIG, token_counter=Crc(), name="history")
     history = conversation()
     expected = trimmer.report(history).tokens_after
     twin = clone(trimmer)
-    assert twin.max_tokens == trimmer.max_tokens
+    assert (twin.max_tokens, twin.get_name()) == (trimmer.max_tokens, "history")
     before = twin.counter.calls
     assert twin.report(history).tokens_after == expected
     assert twin.counter.calls - before == len(history)
