@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Hashable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_turntrim._counting import LRU
@@ -77,7 +77,10 @@ class CacheClock:
     def totals(self, key: Hashable) -> CacheTotals:
         """A copy of thread ``key``'s totals (zeros when unknown)."""
         found = self._threads.get((key,))
-        return CacheTotals() if found is None else CacheTotals(**asdict(found.totals))
+        if found is None:
+            return CacheTotals()
+        with found.lock:  # not halfway through a call's additions
+            return replace(found.totals)
 
     def call(self, thread: _Thread, price: CachePrice, planned: Sequence[Any]) -> CacheCall:
         """What this call knows of its cache: cold when the thread's previous call
