@@ -116,9 +116,9 @@ class TurnTrimMiddleware(AgentMiddleware):
             return self._trimmer
         found = self._sized.get(id(model))  # the entry holds the model: its id is not reused
         if found is None:
-            current = self._trimmer.options
-            if model_window(model) is None:  # no profile: this budget, with the model's own counter
-                sized = current.replace(token_counter=model_counter(model))
+            current, window = self._trimmer.options, model_window(model)
+            if window is None or (self._reserve or 0) > window:  # no profile, or no room in it:
+                sized = current.replace(token_counter=model_counter(model))  # this budget
             else:  # its own budget and counter; trim_to no higher than that budget
                 options = {f.name: getattr(current, f.name) for f in dataclasses.fields(current)}
                 del options["max_tokens"], options["token_counter"], options["trim_to"]

@@ -512,8 +512,9 @@ def test_a_routed_model_gets_its_own_budget_whatever_trim_to_says() -> None:
     middleware = TurnTrimMiddleware.for_model(big, trim_to=50_000)
     routed = middleware.trimmer_for(small).options
     assert (routed.max_tokens, routed.trim_to) == (6_000, 6_000)  # 8,000 less a quarter
-    with pytest.raises(ValueError, match="exceeds the model's max_input_tokens"):
-        TurnTrimMiddleware.for_model(big, reserve_tokens=20_000).trimmer_for(small)
+    # A window smaller than the reserve leaves this budget, with the model's own counter.
+    reserved = TurnTrimMiddleware.for_model(big, reserve_tokens=20_000)
+    assert reserved.trimmer_for(small).max_tokens == reserved.trimmer.max_tokens == 80_000
 
 
 def test_a_calibrated_counter_is_fed_each_call_s_reported_usage(run: Run) -> None:
