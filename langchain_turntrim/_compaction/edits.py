@@ -129,11 +129,11 @@ def rebuild(message: BaseMessage, parts: list[Piece], *, drop_data: bool) -> Bas
     dropped = sum(p.kind == DATA for p in parts) if drop_data else 0
     if not dropped and not any(p.change for p in parts):
         return message
-    note = f"[{dropped} non-text part(s) removed to fit the context]"
-    if parts[0].block is None:  # a string content, or a tool's whole output
+    if parts[0].block is None:  # a string content, or a tool's whole output: one piece
         lost = any(b.get("type") in _DATA_BLOCKS for b in dicts(message.content))
-        text = parts[0].text + (f"\n{note.replace(str(dropped), 'some', 1)}" if lost else "")
-        return message.model_copy(update={"content": text})
+        note = "\n[some non-text part(s) removed to fit the context]" if lost else ""
+        return message.model_copy(update={"content": parts[0].text + note})
+    note = f"[{dropped} non-text part(s) removed to fit the context]"
     blocks: list[Any] = []
     for piece in parts:
         if piece.kind == DATA and drop_data:
